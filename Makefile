@@ -1,0 +1,108 @@
+# rxe-kvfix top-level Makefile.
+#
+#   make                      build the fixed rdma_rxe for KVER (default: running kernel)
+#   make install / uninstall  without DKMS, into /lib/modules/KVER/updates/rxe-kvfix
+#   make dkms-install         register with DKMS and build/install for KVER
+#   make dkms-remove          remove from DKMS (all kernels); stock module returns
+#   make validate-patch KTREE=/path/to/linux [KDIR=...]
+#   make userspace            build rxe-verify (CMake)
+#   make demo                 the main job: stock vs fixed, side by side, in a VM
+#   make check                every test (what CI runs)
+#   make check-quick          the day-to-day subset (one kernel)
+#
+# Variables: KVER, KDIR (kbuild dir, default /lib/modules/KVER/build),
+# KERNEL_TREE / CACHE_DIR / SRPM (source providers, see kmod/rxe-kvfix-prepare),
+# DESTDIR.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+PACKAGE := rxe-kvfix
+VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
+KVER ?= $(shell uname -r)
+KDIR ?= /lib/modules/$(KVER)/build
+BUILD_DIR ?= $(CURDIR)/_build/$(KVER)
+CMAKE_BUILD_DIR ?= $(CURDIR)/build
+DKMS_SRC := $(DESTDIR)/usr/src/$(PACKAGE)-$(VERSION)
+MODDIR := $(DESTDIR)/lib/modules/$(KVER)/updates/$(PACKAGE)
+
+PREPARE_ARGS :=
+ifneq ($(KERNEL_TREE),)
+PREPARE_ARGS += --kernel-tree $(KERNEL_TREE)
+endif
+ifneq ($(CACHE_DIR),)
+PREPARE_ARGS += --cache $(CACHE_DIR)
+endif
+ifneq ($(SRPM),)
+PREPARE_ARGS += --srpm $(SRPM)
+endif
+
+.PHONY: all module install uninstall dkms-install dkms-remove validate-patch \
+	userspace demo check check-quick clean help
+
+all: module
+
+help:
+	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
+
+module:
+	@if [[ ! -f "$(KDIR)/Makefile" ]]; then \
+		echo "make: no kernel build tree at $(KDIR); install the headers of $(KVER) (Debian: apt install linux-headers-$(KVER); Fedora: dnf install kernel-devel-$(KVER)) or pass KDIR=" >&2; exit 1; fi
+	@rc=0; kmod/rxe-kvfix-prepare $(PREPARE_ARGS) --out "$(BUILD_DIR)/src" "$(KVER)" || rc=$$?; \
+	if [[ $$rc == 77 ]]; then echo "make: nothing to build for $(KVER): it does not need rxe-kvfix"; rm -f "$(BUILD_DIR)/src/rdma_rxe.ko"; exit 0; fi; \
+	[[ $$rc == 0 ]] || exit $$rc; \
+	$(MAKE) -C "$(KDIR)" M="$(BUILD_DIR)/src" modules; \
+	echo "make: built $(BUILD_DIR)/src/rdma_rxe.ko for $(KVER)"
+
+install:
+	@[[ -f "$(BUILD_DIR)/src/rdma_rxe.ko" ]] || { echo "make: no module built for $(KVER); run 'make KVER=$(KVER)' first" >&2; exit 1; }
+	install -D -m 0644 "$(BUILD_DIR)/src/rdma_rxe.ko" "$(MODDIR)/rdma_rxe.ko"
+	@if [[ -z "$(DESTDIR)" ]]; then depmod -a "$(KVER)"; \
+		echo "make: installed; 'modinfo -n rdma_rxe' now resolves to $$(modinfo -k "$(KVER)" -n rdma_rxe)"; fi
+
+uninstall:
+	rm -f "$(MODDIR)/rdma_rxe.ko"
+	-rmdir "$(MODDIR)" 2>/dev/null
+	@if [[ -z "$(DESTDIR)" ]]; then depmod -a "$(KVER)"; fi
+
+# The DKMS source tree: dkms.conf, kmod/ and patches/ only.
+$(DKMS_SRC): dkms.conf $(wildcard kmod/* patches/*/*.patch)
+	rm -rf "$(DKMS_SRC)"
+	install -d "$(DKMS_SRC)/kmod" "$(DKMS_SRC)/patches/mainline" "$(DKMS_SRC)/patches/stable"
+	install -m 0644 dkms.conf "$(DKMS_SRC)/"
+	install -m 0755 kmod/rxe-kvfix-prepare kmod/rxe-kvfix-objcheck "$(DKMS_SRC)/kmod/"
+	install -m 0644 kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/kernels.tsv "$(DKMS_SRC)/kmod/"
+	install -m 0644 patches/mainline/*.patch "$(DKMS_SRC)/patches/mainline/"
+	install -m 0644 patches/stable/*.patch "$(DKMS_SRC)/patches/stable/"
+
+dkms-install: $(DKMS_SRC)
+	@command -v dkms >/dev/null || { echo "make: dkms is not installed; apt install dkms (Debian) or dnf install dkms (Fedora)" >&2; exit 1; }
+	@if ! dkms status -m $(PACKAGE) -v $(VERSION) | grep -q .; then dkms add -m $(PACKAGE) -v $(VERSION); fi
+	@rc=0; dkms install -m $(PACKAGE) -v $(VERSION) -k "$(KVER)" || rc=$$?; \
+	if [[ $$rc == 77 ]]; then echo "make: DKMS skipped $(KVER): it does not need rxe-kvfix (see /var/lib/dkms/$(PACKAGE)/$(VERSION)/build/make.log)"; exit 0; fi; \
+	exit $$rc
+
+dkms-remove:
+	@command -v dkms >/dev/null || { echo "make: dkms is not installed; nothing to remove" >&2; exit 1; }
+	@if dkms status -m $(PACKAGE) -v $(VERSION) | grep -q .; then dkms remove -m $(PACKAGE) -v $(VERSION) --all; fi
+	rm -rf "$(DKMS_SRC)"
+
+validate-patch:
+	@[[ -n "$(KTREE)" ]] || { echo "make: validate-patch needs KTREE=/path/to/kernel/tree" >&2; exit 2; }
+	patches/validate $(if $(filter command line environment,$(origin KDIR)),--kdir "$(KDIR)") "$(KTREE)"
+
+userspace:
+	cmake -S . -B "$(CMAKE_BUILD_DIR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build "$(CMAKE_BUILD_DIR)" -j"$$(nproc)"
+
+demo:
+	tests/demo
+
+check:
+	tests/run-all
+
+check-quick:
+	tests/run-all --quick
+
+clean:
+	rm -rf _build "$(CMAKE_BUILD_DIR)"
