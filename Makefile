@@ -37,7 +37,7 @@ ifneq ($(SRPM),)
 PREPARE_ARGS += --srpm $(SRPM)
 endif
 
-.PHONY: all module install uninstall dkms-install dkms-remove validate-patch \
+.PHONY: all module install uninstall dkms-src dkms-install dkms-remove validate-patch \
 	userspace demo check check-quick clean help
 
 all: module
@@ -70,10 +70,12 @@ $(DKMS_SRC): dkms.conf $(wildcard kmod/* patches/*/*.patch)
 	rm -rf "$(DKMS_SRC)"
 	install -d "$(DKMS_SRC)/kmod" "$(DKMS_SRC)/patches/mainline" "$(DKMS_SRC)/patches/stable"
 	install -m 0644 dkms.conf "$(DKMS_SRC)/"
-	install -m 0755 kmod/rxe-kvfix-prepare kmod/rxe-kvfix-objcheck "$(DKMS_SRC)/kmod/"
+	install -m 0755 kmod/rxe-kvfix-prepare kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck "$(DKMS_SRC)/kmod/"
 	install -m 0644 kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/kernels.tsv "$(DKMS_SRC)/kmod/"
 	install -m 0644 patches/mainline/*.patch "$(DKMS_SRC)/patches/mainline/"
 	install -m 0644 patches/stable/*.patch "$(DKMS_SRC)/patches/stable/"
+
+dkms-src: $(DKMS_SRC)
 
 dkms-install: $(DKMS_SRC)
 	@command -v dkms >/dev/null || { echo "make: dkms is not installed; apt install dkms (Debian) or dnf install dkms (Fedora)" >&2; exit 1; }

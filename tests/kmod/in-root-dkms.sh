@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# in-root-dkms.sh: the DKMS life cycle of rxe-kvfix for every kernel of one
+# build root, run inside that root (chroot, as root) the way a user runs it.
+#
+#   in-root-dkms.sh SRC ROOTNAME RELEASE:EXPECT...
+#
+# SRC is a copy of the rxe-kvfix checkout. For each affected kernel: dkms
+# build + install succeed, the installed module is the one modprobe resolves,
+# has the kernel's vermagic and our identification, its MR code calls the kv
+# allocator (relocations) while the stock module's calls kmalloc/kfree, and
+# the prepared source uses kvcalloc/kvfree. For an unaffected kernel: dkms
+# autoinstall succeeds, says it skipped and why, and the in-tree module stays.
+# Then: a second install is idempotent, all kernels keep their own module at
+# once, and dkms remove brings the stock module back.
+set -euo pipefail
+
+usage() { echo "Usage: in-root-dkms.sh SRC ROOTNAME RELEASE:EXPECT..."; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+(($# >= 3)) || { usage >&2; exit 2; }
+SRC=$1 ROOTNAME=$2
+shift 2
+
+# shellcheck source=tests/testlib.sh
+. "$SRC/tests/testlib.sh"
+T_SUITE=dkms
+M=rxe-kvfix
+VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
+LOG=/tmp/in-root-dkms.log
+: >"$LOG"
+
+intree() { find "/lib/modules/$1/kernel" -name 'rdma_rxe.ko*' | head -n1; }
+resolved() { modinfo -k "$1" -n rdma_rxe 2>/dev/null; }
+ours_installed() { find "/lib/modules/$1/updates" "/lib/modules/$1/extra" -name 'rdma_rxe.ko*' 2>/dev/null | grep -q .; }
+run() { # log the command and its output, return its status
+	printf '\n$ %s\n' "$*" >>"$LOG"
+	"$@" >>"$LOG" 2>&1
+}
+fail_with_log() { t_fail "$1 ($(tail -n 2 "$LOG" | tr '\n' ' ' | cut -c1-300))"; }
+
+t_start "$ROOTNAME: dkms add"
+if run make -C "$SRC" dkms-src && run dkms add "$M/$VER"; then t_pass; else fail_with_log "dkms add failed"; fi
+
+affected=()
+for spec in "$@"; do
+	K=${spec%%:*} E=${spec#*:}
+	stock=$(intree "$K")
+	if [[ -z $stock ]]; then
+		t_fail "$K: in-tree module" "no in-tree rdma_rxe.ko* under /lib/modules/$K/kernel"
+		continue
+	fi
+	case $E in
+	affected-*)
+		affected+=("$K")
+		# before install: DKMS moves the in-tree module aside (into
+		# /var/lib/dkms/rxe-kvfix/original_module) and puts it back on remove
+		t_start "$K: stock module's MR code calls kmalloc/kfree (the check discriminates)"
+		got=$("$SRC/kmod/rxe-kvfix-objcheck" "$stock" 2>>"$LOG" || true)
+		if [[ $got == k ]]; then t_pass; else t_fail "objcheck on $stock says '$got'"; fi
+		t_start "$K: dkms build"
+		if run dkms build "$M/$VER" -k "$K"; then t_pass; else fail_with_log "dkms build failed"; continue; fi
+		t_start "$K: dkms install"
+		if run dkms install "$M/$VER" -k "$K"; then t_pass; else fail_with_log "dkms install failed"; continue; fi
+
+		path=$(resolved "$K")
+		t_start "$K: modinfo -n resolves to the DKMS module"
+		if [[ $path == */updates/dkms/rdma_rxe.ko* ]]; then t_pass; else t_fail "modinfo -n rdma_rxe is $path"; fi
+		t_start "$K: modprobe --show-depends loads the DKMS module"
+		deps=$(modprobe -S "$K" --show-depends rdma_rxe 2>&1 || true)
+		if grep -q "^insmod .*/updates/dkms/rdma_rxe.ko" <<<"$deps"; then t_pass; else t_fail "$(tail -n1 <<<"$deps")"; fi
+		t_start "$K: vermagic"
+		vm=$(modinfo -F vermagic "$path" | awk '{print $1}')
+		if [[ $vm == "$K" ]]; then t_pass; else t_fail "vermagic '$vm' is not $K"; fi
+		t_start "$K: module identifies itself as rxe-kvfix"
+		id=$(modinfo -F rxe_kvfix "$path")
+		v=$(modinfo -F version "$path")
+		if [[ $v == "$VER-rxe-kvfix" && $id == "$VER fix=kvcalloc "*"shape=${E#affected-}"* ]]; then
+			t_pass
+		else
+			t_fail "version='$v' rxe_kvfix='$id'"
+		fi
+		t_start "$K: installed module's MR code calls kvmalloc/kvfree"
+		if got=$("$SRC/kmod/rxe-kvfix-objcheck" "$path" 2>>"$LOG"); then t_pass; else t_fail "objcheck says '$got'"; fi
+		t_start "$K: prepared source uses kvcalloc/kvfree for page_info"
+		logdir=/var/lib/dkms/$M/$VER/$K/$(uname -m)/log
+		if grep -q 'page_info = kvcalloc(' "$logdir/rxe_mr.c" && grep -q 'kvfree(mr->page_info)' "$logdir/rxe_mr.c" &&
+			! grep -q 'kfree(mr->page_info)' "$logdir/rxe_mr.c" && grep -q "class=$E " "$logdir/rxe-kvfix-source.txt"; then
+			t_pass
+		else
+			t_fail "$logdir/rxe_mr.c or rxe-kvfix-source.txt not as expected: $(cat "$logdir/rxe-kvfix-source.txt" 2>&1)"
+		fi
+		t_start "$K: a second dkms install is idempotent"
+		if run dkms install "$M/$VER" -k "$K" && [[ $(resolved "$K") == "$path" ]]; then t_pass; else fail_with_log "second install"; fi
+		;;
+	unaffected | fixed)
+		t_start "$K: dkms autoinstall skips an $E kernel cleanly"
+		rc=0
+		out=$(dkms autoinstall -k "$K" 2>&1) || rc=$?
+		printf '%s\n' "$out" >>"$LOG"
+		mklog=/var/lib/dkms/$M/$VER/build/make.log
+		if ((rc != 0)); then
+			t_fail "dkms autoinstall exited $rc"
+		elif ! grep -q "skipped for module(s) $M" <<<"$out"; then
+			t_fail "dkms autoinstall did not report a skip: $(tail -n1 <<<"$out")"
+		elif ! grep -q "not affected, skipping\|already allocates" "$mklog"; then
+			t_fail "no reason in $mklog"
+		elif ours_installed "$K" || [[ $(resolved "$K") != "$stock" ]]; then
+			t_fail "a module of ours is installed or modinfo -n is $(resolved "$K")"
+		else
+			t_pass
+			grep -h 'rxe-kvfix-prepare: kernel' "$mklog" | tail -n1 | sed 's/^/     reason shown: /'
+		fi
+		;;
+	*) t_fail "$K: matrix" "unknown expectation '$E'" ;;
+	esac
+done
+
+if ((${#affected[@]} > 1)); then
+	t_start "$ROOTNAME: ${#affected[@]} kernels keep their own module at once"
+	bad=''
+	for K in "${affected[@]}"; do
+		p=$(resolved "$K")
+		[[ $p == "/lib/modules/$K/updates/dkms/"* && $(modinfo -F vermagic "$p" | awk '{print $1}') == "$K" ]] || bad+=" $K:$p"
+	done
+	if [[ -z $bad ]]; then t_pass; else t_fail "wrong module for$bad"; fi
+fi
+
+t_start "$ROOTNAME: dkms remove --all restores the stock module"
+if run dkms remove "$M/$VER" --all; then
+	bad=''
+	for spec in "$@"; do
+		K=${spec%%:*}
+		ours_installed "$K" && bad+=" $K:leftover"
+		[[ $(resolved "$K") == "$(intree "$K")" && -f $(intree "$K") ]] || bad+=" $K:$(resolved "$K")"
+	done
+	if [[ -z $bad ]]; then t_pass; else t_fail "after remove:$bad"; fi
+else
+	fail_with_log "dkms remove failed"
+fi
+exit $((T_FAILS > 0))

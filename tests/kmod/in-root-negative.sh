@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# in-root-negative.sh: bad sources, run inside the sid build root (chroot).
+# Each case must end in a one-line error naming cause and remedy and a
+# non-zero exit (or a clean DKMS skip where that is right), with no module of
+# ours installed and the stock module still the one modprobe resolves.
+#
+#   in-root-negative.sh SRC
+set -euo pipefail
+
+usage() { echo "Usage: in-root-negative.sh SRC"; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+(($# == 1)) || { usage >&2; exit 2; }
+SRC=$1
+# shellcheck source=tests/testlib.sh
+. "$SRC/tests/testlib.sh"
+T_SUITE=kmod-negative
+M=rxe-kvfix
+VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
+PREP=$SRC/kmod/rxe-kvfix-prepare
+RXE=drivers/infiniband/sw/rxe
+
+# the newest kernel whose linux-source is installed, and an older cached one
+K=$(awk '!/^#/ && $3 == "sid" {print $1}' "$SRC/kmod/kernels.tsv" | sort -V | tail -n1)
+XY=$(cut -d. -f1,2 <<<"$K")
+TARBALL=/usr/src/linux-source-$XY.tar.xz
+CACHE=/var/cache/rxe-kvfix/sources
+KDEB=$(dpkg-query -W -f '${Version}' "linux-source-$XY")
+OTHER=$(find "$CACHE" -name "linux-source-${XY}_*.tar.xz" ! -name "linux-source-${XY}_${KDEB}.tar.xz" | head -n1)
+[[ -f $TARBALL ]] || { t_fail "setup" "$TARBALL missing in the root"; exit 1; }
+STOCK=$(find "/lib/modules/$K/kernel" -name 'rdma_rxe.ko*' | head -n1)
+mklog=/var/lib/dkms/$M/$VER/build/make.log
+
+make -C "$SRC" dkms-src >/dev/null
+dkms add "$M/$VER" >/dev/null
+
+nothing_installed() {
+	! find "/lib/modules/$K/updates" "/lib/modules/$K/extra" -name 'rdma_rxe.ko*' 2>/dev/null | grep -q . &&
+		[[ $(modinfo -k "$K" -n rdma_rxe) == "$STOCK" ]] &&
+		! dkms status "$M/$VER" -k "$K" 2>/dev/null | grep -q installed
+}
+
+# expect NAME WANT_RC PATTERN CMD...: CMD exits WANT_RC ("fail" = any non-zero
+# but 77), DKMS's make.log or CMD's output holds PATTERN on one line, and
+# nothing is installed.
+expect() {
+	local name=$1 want=$2 pattern=$3 rc=0 out line
+	shift 3
+	t_start "$name"
+	rm -f "$mklog"
+	out=$("$@" 2>&1) || rc=$?
+	line=$( { printf '%s\n' "$out"; cat "$mklog" 2>/dev/null || true; } | grep -E "$pattern" | head -n1 || true)
+	if [[ $want == fail ]] && ((rc == 0 || rc == 77)); then
+		t_fail "exit $rc, expected an error"
+	elif [[ $want != fail ]] && ((rc != want)); then
+		t_fail "exit $rc, expected $want: $(tail -n1 <<<"$out")"
+	elif [[ -z $line ]]; then
+		t_fail "no line matching '$pattern' in the output or $mklog"
+	elif ! nothing_installed; then
+		t_fail "a module is installed or modinfo -n no longer gives the stock module"
+	else
+		t_pass
+		printf '     %s\n' "$(printf '%s\n' "${line#"${line%%[![:space:]]*}"}" | cut -c1-220)"
+	fi
+}
+
+# make_tree DIR: a minimal kernel tree (top Makefile + rxe) from the tarball
+make_tree() {
+	rm -rf "$1"
+	mkdir -p "$1"
+	tar -xf "$TARBALL" -C "$1" --strip-components=1 --wildcards --no-wildcards-match-slash "*/$RXE/*" "*/Makefile"
+}
+
+hide() { mv "$1" "$1.hidden"; }
+unhide() { mv "$1.hidden" "$1"; }
+
+# 1. no source at all
+hide "$TARBALL"
+[[ ! -d $CACHE ]] || hide "$CACHE"
+expect "no source: dkms build fails with a remedy" fail 'error: no source of kernel .*; install' \
+	dkms build "$M/$VER" -k "$K"
+unhide "$TARBALL"
+[[ ! -d $CACHE.hidden ]] || unhide "$CACHE"
+
+# 2. the installed linux-source holds another version than its package says
+if [[ -n $OTHER ]]; then
+	cp -a "$TARBALL" "$TARBALL.orig"
+	cp "$OTHER" "$TARBALL"
+	expect "source version differs from the kernel: refused" fail 'error: .* holds linux .*, not .*pass --force' \
+		dkms build "$M/$VER" -k "$K"
+	mv "$TARBALL.orig" "$TARBALL"
+else
+	t_skip "source version differs from the kernel" "the sid root has no second linux-source-$XY tarball in $CACHE"
+fi
+
+# 3. corrupt (truncated) tarball
+cp -a "$TARBALL" "$TARBALL.orig"
+head -c "$(($(stat -c %s "$TARBALL.orig") / 2))" "$TARBALL.orig" >"$TARBALL"
+expect "truncated tarball: refused" fail 'error: cannot read .*\(corrupt or truncated' \
+	dkms build "$M/$VER" -k "$K"
+mv "$TARBALL.orig" "$TARBALL"
+
+# 4. already-fixed source (our patches applied first): a clean DKMS skip
+make_tree /tmp/fixed
+for p in "$SRC"/patches/mainline/*.patch; do patch -d /tmp/fixed -p1 -s <"$p"; done
+expect "already-fixed source: dkms build skips (77)" 77 'already allocates the rxe MR page array with a kv\* allocator' \
+	env RXE_KVFIX_KERNEL_TREE=/tmp/fixed dkms build "$M/$VER" -k "$K"
+expect "already-fixed source: dkms autoinstall succeeds and skips" 0 'skipped for module\(s\) rxe-kvfix' \
+	env RXE_KVFIX_KERNEL_TREE=/tmp/fixed dkms autoinstall -k "$K"
+
+# 5. affected source that our patch no longer applies to
+make_tree /tmp/altered
+sed -i 's/kzalloc_objs(struct rxe_mr_page, num_pages)/kzalloc_objs(struct rxe_mr_page, num_pages, GFP_KERNEL)/' \
+	/tmp/altered/$RXE/rxe_mr.c
+expect "patch no longer applies: refused" fail 'error: patch 0001-.* does not apply to the rxe source' \
+	env RXE_KVFIX_KERNEL_TREE=/tmp/altered dkms build "$M/$VER" -k "$K"
+
+# 6. rxe source of a shape we cannot classify
+make_tree /tmp/unknown
+sed -i 's/mr->page_info = kzalloc_objs(struct rxe_mr_page, num_pages);/mr->page_info = rxe_alloc_pages(num_pages);/' \
+	/tmp/unknown/$RXE/rxe_mr.c
+expect "unknown rxe source: refused" fail 'error: cannot tell how kernel .* allocates MR page metadata' \
+	env RXE_KVFIX_KERNEL_TREE=/tmp/unknown dkms build "$M/$VER" -k "$K"
+
+# 7. explicit kernel tree of another version, then accepted with --force
+make_tree /tmp/wrongver
+sed -i -E 's/^SUBLEVEL = .*/SUBLEVEL = 999/' /tmp/wrongver/Makefile
+expect "kernel tree of another version: refused" fail "error: kernel tree /tmp/wrongver is version $XY.999, not .*add --force" \
+	"$PREP" --kernel-tree /tmp/wrongver --out /tmp/out "$K"
+expect "kernel tree of another version: accepted with --force" 0 'prepared /tmp/out' \
+	"$PREP" --force --kernel-tree /tmp/wrongver --out /tmp/out "$K"
+
+# 8. usage errors: exit 2 and one line
+expect "prepare: no kernel release" 2 'missing KERNELRELEASE' "$PREP"
+expect "prepare: garbage kernel release" 2 'is not a kernel release' "$PREP" 'foo bar'
+expect "prepare: unknown option" 2 "unknown option '--bogus'" "$PREP" --bogus "$K"
+expect "prepare: kernel tree that does not exist" fail "kernel tree '/nonexistent' does not exist" \
+	"$PREP" --kernel-tree /nonexistent "$K"
+expect "prepare: source RPM that does not exist" fail "source RPM '/nonexistent.src.rpm' does not exist" \
+	env RXE_KVFIX_CACHE_DIR=/nonexistent "$PREP" --srpm /nonexistent.src.rpm 9.9.9-1.fc99.x86_64
+expect "make install before make: refused" fail "no module built for" make -C "$SRC" install KVER="$K" BUILD_DIR=/tmp/nobuild
+expect "make validate-patch without KTREE: refused" 2 'needs KTREE=' make -s -C "$SRC" validate-patch
+expect "make for a kernel without headers: refused" fail 'no kernel build tree at' make -C "$SRC" KVER=9.9.9-none
+
+dkms remove "$M/$VER" --all >/dev/null 2>&1 || true
+exit $((T_FAILS > 0))

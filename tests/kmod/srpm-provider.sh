@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# srpm-provider.sh: the Fedora source RPM provider of kmod/rxe-kvfix-prepare.
+#
+# No Fedora archive is reachable from these machines, so the test makes a
+# source RPM shaped like Fedora's kernel SRPM at test time with rpmbuild:
+# linux-<upstream>.tar.xz (here: the top Makefile and rxe directory of
+# Debian's linux-source of the same upstream version) plus a
+# patch-X.Y-redhat.patch that changes one rxe file and one file outside rxe.
+# prepare must pick the tarball, apply only the rxe part of the distribution
+# patch, then our fix; and refuse truncated or mismatched SRPMs.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+RXE_PROG=srpm-provider
+export RXE_PROG
+# shellcheck source=tests/vm/lib.sh
+. "$REPO/tests/vm/lib.sh"
+# shellcheck source=tests/testlib.sh
+. "$REPO/tests/testlib.sh"
+T_SUITE=kmod-srpm
+PREP=$REPO/kmod/rxe-kvfix-prepare
+RXE=drivers/infiniband/sw/rxe
+
+usage() { echo "Usage: tests/kmod/srpm-provider.sh   (needs root to install rpm; uses the sid build root)"; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+(($# == 0)) || { usage >&2; exit 2; }
+
+rxe_need_host rpmbuild:rpm rpm2cpio:rpm2cpio cpio:cpio
+W=$(mktemp -d /var/tmp/rxe-kvfix-srpm.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+lower=$("$REPO/tests/vm/mkroot" sid | tail -n1)
+K=$(rxe_matrix_lines sid | awk '{print $1}' | sort -V | tail -n1)
+UP=${K%%+*}
+XY=$(cut -d. -f1,2 <<<"$UP")
+FREL=$UP-200.fc44.x86_64
+
+t_start "make a Fedora-shaped kernel-$UP-200.fc44.src.rpm"
+mkdir -p "$W/x" "$W/rpm/SOURCES" "$W/rpm/SPECS"
+tar -xf "$lower/usr/src/linux-source-$XY.tar.xz" -C "$W/x" --strip-components=1 \
+	--wildcards --no-wildcards-match-slash "*/$RXE/*" "*/Makefile"
+mv "$W/x" "$W/linux-$UP"
+tar -C "$W" -cJf "$W/rpm/SOURCES/linux-$UP.tar.xz" "linux-$UP"
+# the distribution patch: one rxe change (kept) and one top-level change (dropped)
+cp -a "$W/linux-$UP" "$W/b"
+sed -i '1a /* fedora-distro-change: kept by rxe-kvfix-prepare */' "$W/b/$RXE/rxe_verbs.c"
+sed -i -E 's/^EXTRAVERSION =.*/EXTRAVERSION = -fedora-test/' "$W/b/Makefile"
+(cd "$W" && { diff -u --label "a/$RXE/rxe_verbs.c" --label "b/$RXE/rxe_verbs.c" "linux-$UP/$RXE/rxe_verbs.c" "b/$RXE/rxe_verbs.c" || true; } |
+	sed "1i diff --git a/$RXE/rxe_verbs.c b/$RXE/rxe_verbs.c" >"rpm/SOURCES/patch-$XY-redhat.patch"
+	{ diff -u --label a/Makefile --label b/Makefile "linux-$UP/Makefile" b/Makefile || true; } |
+	sed '1i diff --git a/Makefile b/Makefile' >>"rpm/SOURCES/patch-$XY-redhat.patch")
+cat >"$W/rpm/SPECS/kernel.spec" <<EOF
+Name: kernel
+Version: $UP
+Release: 200.fc44
+Summary: test kernel source package shaped like Fedora's
+License: GPL-2.0-only
+Source0: linux-$UP.tar.xz
+Source1: patch-$XY-redhat.patch
+%description
+Made by rxe-kvfix's tests/kmod/srpm-provider.sh.
+EOF
+if rpmbuild -bs --define "_topdir $W/rpm" "$W/rpm/SPECS/kernel.spec" >"$W/rpmbuild.log" 2>&1; then
+	SRPM=$(find "$W/rpm/SRPMS" -name '*.src.rpm' | head -n1)
+	t_pass
+else
+	t_fail "rpmbuild -bs failed: $(tail -n1 "$W/rpmbuild.log")"
+	exit 1
+fi
+
+t_start "prepare --srpm: tarball + rxe part of the distro patch + our fix"
+if out=$("$PREP" --srpm "$SRPM" --cache "$W/none" --out "$W/out1" "$FREL" 2>&1) &&
+	grep -q 'provider=srpm' "$W/out1/rxe-kvfix-source.txt" &&
+	grep -q 'fedora-distro-change' "$W/out1/rxe_verbs.c" &&
+	grep -q 'page_info = kvcalloc(' "$W/out1/rxe_mr.c" &&
+	grep -q 'applied the rxe part of distribution patch' <<<"$out"; then
+	t_pass
+else
+	t_fail "$(tail -n2 <<<"$out" | tr '\n' ' ')"
+fi
+
+t_start "prepare finds kernel-<version>-<release>.src.rpm in the cache directory"
+mkdir -p "$W/cache"
+cp "$SRPM" "$W/cache/kernel-${FREL%.*}.src.rpm"
+if out=$("$PREP" --cache "$W/cache" --out "$W/out2" "$FREL" 2>&1) && grep -q 'source: srpm' <<<"$out"; then
+	t_pass
+else
+	t_fail "$(tail -n1 <<<"$out")"
+fi
+
+t_start "truncated source RPM: one-line error"
+head -c 20000 "$SRPM" >"$W/cache/kernel-${FREL%.*}.src.rpm"
+rc=0
+out=$("$PREP" --cache "$W/cache" --out "$W/out3" "$FREL" 2>&1) || rc=$?
+if ((rc == 1)) && [[ $(wc -l <<<"$out") == 1 ]] && grep -q 'error: .*corrupt or truncated\|error: .*holds no linux' <<<"$out" && [[ ! -e $W/out3 ]]; then
+	t_pass
+	echo "     $out"
+else
+	t_fail "exit $rc: $out"
+fi
+
+t_start "source RPM of another version: refused"
+rc=0
+out=$("$PREP" --srpm "$SRPM" --cache "$W/none" --out "$W/out4" "$XY.999-200.fc44.x86_64" 2>&1) || rc=$?
+if ((rc == 1)) && grep -q "holds linux $UP, not $XY.999.*add --force" <<<"$out" && [[ ! -e $W/out4 ]]; then
+	t_pass
+	echo "     $out"
+else
+	t_fail "exit $rc: $out"
+fi
+exit $((T_FAILS > 0))
