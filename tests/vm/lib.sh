@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# Shared host-side helpers for tests/vm/* (sourced, not executed).
+#
+# Functions (all prefixed rxe_):
+#   rxe_log MSG...                 progress line on stderr
+#   rxe_die CODE MSG...            one-line error on stderr, exit CODE
+#   rxe_cache_dir                  ${RXE_KVFIX_CACHE:-/var/cache/rxe-kvfix}
+#   rxe_matrix_file                kmod/kernels.tsv of this checkout (or $RXE_KVFIX_MATRIX)
+#   rxe_matrix_lines [ROOT]        matrix rows (release suite root version expect), one
+#                                  space-separated line each, comments removed
+#   rxe_matrix_row REL             the row of kernel REL (exit 1 if absent)
+#   rxe_apt_mirror                 main archive URI from the host's apt configuration
+#   rxe_apt_security_mirror        security archive URI (path ending in -security)
+#   rxe_need_host CMD:PKG...       install missing host packages with apt-get (idempotent)
+#   rxe_chroot_api_mount DIR       mount proc, sys, dev (rbind, rslave) under DIR
+#   rxe_chroot_api_umount DIR      undo rxe_chroot_api_mount (reverse order, lazy fallback)
+#   rxe_overlay_mount [--no-api] LOWER MNT
+#                                  overlayfs at MNT: lower=LOWER (read-only), upper/work in
+#                                  a fresh temp dir; plus proc/sys/dev unless --no-api
+#   rxe_overlay_umount MNT         unmount everything under MNT and delete the temp upper
+#   rxe_mounted_under DIR          list mount points at or below DIR (deepest first)
+#
+# shellcheck shell=bash
+
+RXE_VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+RXE_REPO_DIR=$(cd "$RXE_VM_DIR/../.." && pwd)
+
+rxe_log() { printf '%s: %s\n' "${RXE_PROG:-rxe-kvfix}" "$*" >&2; }
+
+rxe_die() {
+    local code=$1
+    shift
+    printf '%s: error: %s\n' "${RXE_PROG:-rxe-kvfix}" "$*" >&2
+    exit "$code"
+}
+
+rxe_cache_dir() { printf '%s\n' "${RXE_KVFIX_CACHE:-/var/cache/rxe-kvfix}"; }
+
+rxe_matrix_file() { printf '%s\n' "${RXE_KVFIX_MATRIX:-$RXE_REPO_DIR/kmod/kernels.tsv}"; }
+
+rxe_matrix_lines() {
+    local root=${1:-} f
+    f=$(rxe_matrix_file)
+    [[ -r "$f" ]] || rxe_die 2 "kernel matrix $f not found; run from a checkout of rxe-kvfix or set RXE_KVFIX_MATRIX"
+    awk -v want="$root" '
+        { sub(/#.*/, "") }
+        NF >= 5 { if (want == "" || $3 == want) print $1, $2, $3, $4, $5 }
+    ' "$f"
+}
+
+rxe_matrix_row() {
+    local rel=$1
+    rxe_matrix_lines "" | awk -v r="$rel" '$1 == r { print; found = 1 } END { exit !found }'
+}
+
+# All URIs of enabled deb sources on the host: deb822 "URIs:" lines and one-line
+# "deb [opts] URI suite..." entries. Comments and "Enabled: no" stanzas are ignored.
+# RXE_KVFIX_APT_ETC (default /etc/apt) is for tests.
+rxe__host_apt_uris() {
+    local f etc=${RXE_KVFIX_APT_ETC:-/etc/apt}
+    for f in "$etc"/sources.list.d/*.sources; do
+        [[ -r "$f" ]] || continue
+        awk '
+            /^[[:space:]]*#/ { next }
+            /^[[:space:]]*$/ { if (!off) for (i in u) print u[i]; delete u; off = 0; n = 0; next }
+            tolower($1) == "enabled:" && tolower($2) == "no" { off = 1 }
+            tolower($1) == "uris:" { for (i = 2; i <= NF; i++) u[n++] = $i }
+            END { if (!off) for (i in u) print u[i] }
+        ' "$f"
+    done
+    for f in "$etc"/sources.list "$etc"/sources.list.d/*.list; do
+        [[ -r "$f" ]] || continue
+        awk '
+            $1 == "deb" {
+                i = 2
+                if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+                if (i <= NF) print $i
+            }
+        ' "$f"
+    done
+}
+
+rxe_apt_mirror() {
+    if [[ -n "${RXE_KVFIX_MIRROR:-}" ]]; then
+        printf '%s\n' "$RXE_KVFIX_MIRROR"
+        return
+    fi
+    local u
+    u=$(rxe__host_apt_uris | sed 's:/*$::' | grep -E '^(https?|file):' | grep -v -- '-security$' | head -n1) || true
+    [[ -n "$u" ]] || rxe_die 125 "no Debian mirror found in /etc/apt/sources.list{,.d/*.sources}; configure apt or set RXE_KVFIX_MIRROR"
+    printf '%s\n' "$u"
+}
+
+rxe_apt_security_mirror() {
+    if [[ -n "${RXE_KVFIX_SECURITY_MIRROR:-}" ]]; then
+        printf '%s\n' "$RXE_KVFIX_SECURITY_MIRROR"
+        return
+    fi
+    local u
+    u=$(rxe__host_apt_uris | sed 's:/*$::' | grep -E '^(https?|file):' | grep -- '-security$' | head -n1) || true
+    [[ -n "$u" ]] || rxe_die 125 "no security archive URI (path ending in -security) in the host's apt configuration; add one or set RXE_KVFIX_SECURITY_MIRROR"
+    printf '%s\n' "$u"
+}
+
+# rxe_need_host CMD:PKG ... : for each CMD missing from PATH, apt-get install PKG.
+rxe_need_host() {
+    local spec cmd pkg missing=()
+    for spec in "$@"; do
+        cmd=${spec%%:*}
+        pkg=${spec#*:}
+        if ! command -v "$cmd" >/dev/null 2>&1 && [[ ! -e "$cmd" ]]; then
+            missing+=("$pkg")
+        fi
+    done
+    ((${#missing[@]})) || return 0
+    [[ $(id -u) -eq 0 ]] || rxe_die 125 "missing host packages: ${missing[*]}; install them (apt-get install ${missing[*]}) or run as root"
+    rxe_log "installing host packages: ${missing[*]}"
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
+        apt-get update >&2 || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2 ||
+            rxe_die 125 "apt-get install ${missing[*]} failed on the host; install them by hand"
+    fi
+}
+
+# Mount points at or below DIR, deepest first.
+rxe_mounted_under() {
+    local dir
+    dir=$(realpath -m "$1")
+    awk -v d="$dir" '
+        function unesc(s) { gsub(/\\040/, " ", s); gsub(/\\011/, "\t", s); gsub(/\\134/, "\\", s); return s }
+        { m = unesc($5); if (m == d || index(m, d "/") == 1) print length(m), m }
+    ' /proc/self/mountinfo | sort -rn -k1,1 | cut -d' ' -f2-
+}
+
+rxe_chroot_api_mount() {
+    local dir=$1
+    mount -t proc proc "$dir/proc"
+    mount -t sysfs sysfs "$dir/sys"
+    mount --rbind /dev "$dir/dev"
+    mount --make-rslave "$dir/dev"
+}
+
+rxe_chroot_api_umount() {
+    local dir=$1 m
+    for m in dev sys proc; do
+        if mountpoint -q "$dir/$m"; then
+            umount -R "$dir/$m" 2>/dev/null || umount -R -l "$dir/$m" || true
+        fi
+    done
+}
+
+rxe_overlay_mount() {
+    local api=1
+    if [[ "${1:-}" == --no-api ]]; then
+        api=0
+        shift
+    fi
+    local lower=$1 mnt=$2 tmpbase tmp
+    [[ -d "$lower" ]] || rxe_die 2 "overlay lower dir $lower does not exist; build it with tests/vm/mkroot"
+    [[ -d "$mnt" ]] || mkdir -p "$mnt"
+    if mountpoint -q "$mnt"; then
+        rxe_die 2 "$mnt is already a mount point; unmount it first (tests/vm/overlay umount $mnt)"
+    fi
+    tmpbase=${RXE_KVFIX_OVERLAY_TMP:-${TMPDIR:-/var/tmp}}
+    tmp=$(mktemp -d "$tmpbase/rxe-kvfix-ovl.XXXXXXXX")
+    mkdir "$tmp/upper" "$tmp/work"
+    if ! mount -t overlay overlay -o "lowerdir=$lower,upperdir=$tmp/upper,workdir=$tmp/work" "$mnt"; then
+        rm -rf "$tmp"
+        rxe_die 125 "mounting overlayfs on $mnt failed (is the overlay module available? modprobe overlay)"
+    fi
+    if ((api)); then
+        rxe_chroot_api_mount "$mnt"
+    fi
+}
+
+rxe_overlay_umount() {
+    local mnt upper tmp m
+    mnt=$(realpath -m "$1")
+    # find our temp dir from the overlay's upperdir= option before unmounting
+    upper=$(findmnt -n -o OPTIONS --mountpoint "$mnt" 2>/dev/null | tr ',' '\n' | sed -n 's/^upperdir=//p' | head -n1) || true
+    while read -r m; do
+        [[ -n "$m" ]] || continue
+        umount "$m" 2>/dev/null || umount -l "$m" || true
+    done < <(rxe_mounted_under "$mnt")
+    if [[ -n "$(rxe_mounted_under "$mnt")" ]]; then
+        rxe_die 125 "could not unmount everything below $mnt; see findmnt -R $mnt"
+    fi
+    if [[ -n "$upper" ]]; then
+        tmp=$(dirname "$upper")
+        case "$(basename "$tmp")" in
+        rxe-kvfix-ovl.*) rm -rf --one-file-system "$tmp" ;;
+        esac
+    fi
+}
