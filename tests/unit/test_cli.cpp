@@ -1,0 +1,86 @@
+// Runs the built rxe-verify binary with bad arguments: exit code 2 and one line on stderr.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace {
+struct Out {
+  int code;
+  std::string out, err;
+};
+Out run(const std::string& args) {
+  std::string o = "/tmp/rxv-cli-out-" + std::to_string(getpid());
+  std::string e = "/tmp/rxv-cli-err-" + std::to_string(getpid());
+  std::string cmd = std::string(RXE_VERIFY_BIN) + " " + args + " >" + o + " 2>" + e + " </dev/null";
+  int st = std::system(cmd.c_str());
+  auto slurp = [](const std::string& p) {
+    std::ifstream f(p);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  Out r{WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(o), slurp(e)};
+  unlink(o.c_str());
+  unlink(e.c_str());
+  return r;
+}
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+}  // namespace
+
+class CliBadArgs : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CliBadArgs, ExitTwoWithOneLine) {
+  auto r = run(GetParam());
+  EXPECT_EQ(r.code, 2) << GetParam() << "\n" << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("error:"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("terminate"), std::string::npos);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Args, CliBadArgs,
+    ::testing::Values("", "bogus", "run --size 0", "run --size -1G", "run --size 1X",
+                      "run --size 1G,,2G", "run --size abc", "run --size 64T",
+                      "run --offset x", "run --mode turbo", "run --msg-size 3G",
+                      "run --split 0", "run --passes x", "run --bogus", "run --connect host:0",
+                      "run --connect :5", "run --device no-such-dev0 --size 1M",
+                      "serve --port 70000", "serve --device no-such-dev0", "probe --budget 0",
+                      "probe --granularity 0", "probe --min 2G --max 1G", "doctor --size 0",
+                      "run --timeout -1"));
+
+TEST(Cli, HelpForEverySubcommand) {
+  for (const char* s : {"--help", "run --help", "serve --help", "doctor --help", "probe --help"}) {
+    auto r = run(s);
+    EXPECT_EQ(r.code, 0) << s;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << s;
+  }
+  auto v = run("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_NE(v.out.find("rxe-verify"), std::string::npos);
+}
+
+TEST(Cli, NoDeviceIsEnvironmentNotReady) {
+  if (access("/sys/class/infiniband", F_OK) == 0) GTEST_SKIP() << "host has RDMA devices";
+  auto r = run("run --size 1M");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  auto j = run("run --size 1M --json");
+  EXPECT_EQ(j.code, 3);
+  EXPECT_NE(j.out.find("\"verdict\": \"not_ready\""), std::string::npos) << j.out;
+}
+
+TEST(Cli, DoctorJson) {
+  auto r = run("doctor --json");
+  EXPECT_TRUE(r.code == 0 || r.code == 3) << r.code;
+  for (const char* k : {"\"kernel\"", "\"module\"", "\"devices\"", "\"memlock\"", "\"buddyinfo\"",
+                        "\"firewall\"", "\"ready\""})
+    EXPECT_NE(r.out.find(k), std::string::npos) << k;
+}

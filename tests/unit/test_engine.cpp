@@ -1,0 +1,197 @@
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "engine.hpp"
+#include "fake_verbs.hpp"
+
+using namespace rxv;
+using rxv::testing::FakeControl;
+using rxv::testing::FakeDevice;
+
+namespace {
+
+std::string data(const char* f) {
+  std::FILE* fp = std::fopen((std::string(RXE_TEST_DATA) + "/" + f).c_str(), "rb");
+  std::string s;
+  if (!fp) return s;
+  char b[4096];
+  std::size_t n;
+  while ((n = std::fread(b, 1, sizeof b, fp)) > 0) s.append(b, n);
+  std::fclose(fp);
+  return s;
+}
+
+struct Rig {
+  FakeControl ctl;
+  FakeDevice dev{ctl};
+  std::unique_ptr<QueuePair> qp;
+  std::unique_ptr<LocalPeer> peer;
+  RunConfig cfg;
+  DiagInput base;
+  Rig(RunConfig c = {}) : cfg(c) {
+    std::string e;
+    qp = dev.create_qp({}, e);
+    cfg.seed = 99;
+    peer = std::make_unique<LocalPeer>(dev, staging_bytes_for(cfg));
+    base.buddyinfo = data("buddyinfo-host.txt");
+    base.limits = data("limits-unlimited.txt");
+    base.meminfo = data("meminfo-24G.txt");
+    base.module.flavor = "stock";
+    ctl.regs = 0;
+  }
+  SizeResult run(std::uint64_t size) {
+    Engine e(dev, *qp, *peer, cfg, [this] { return base; });
+    return e.run_size(size);
+  }
+};
+
+}  // namespace
+
+TEST(Engine, SampledPassesAndCountsBytes) {
+  Rig r;
+  auto s = r.run(8ull << 20);
+  EXPECT_EQ(s.result, "pass");
+  EXPECT_TRUE(s.registered);
+  EXPECT_EQ(s.pages, 2048u);
+  EXPECT_GT(s.transfers, 100u);
+  EXPECT_EQ(s.write.bytes, s.read.bytes);
+  EXPECT_EQ(s.verified_bytes, s.write.bytes + s.read.bytes);
+  EXPECT_FALSE(s.diagnosis);
+}
+
+TEST(Engine, FullModeMovesWholeRegionBothWays) {
+  RunConfig c;
+  c.mode = Mode::Full;
+  c.msg_size = 1ull << 20;
+  c.passes = 1;
+  c.offset = 16;
+  Rig r(c);
+  const std::uint64_t size = (6ull << 20) + 123;
+  auto s = r.run(size);
+  EXPECT_EQ(s.result, "pass");
+  EXPECT_EQ(s.write.bytes, size);
+  EXPECT_EQ(s.read.bytes, size);
+  EXPECT_EQ(s.verified_bytes, 2 * size);
+  EXPECT_EQ(s.pages, span_pages(16, size));
+}
+
+TEST(Engine, RegistrationFailureIsRecordedAndDiagnosed) {
+  RunConfig c;
+  c.offset = 16;
+  Rig r(c);
+  r.ctl.reg_errno = [](std::size_t len) { return len > (2u << 20) ? ENOMEM : 0; };
+  auto s = r.run(4ull << 20);
+  EXPECT_EQ(s.result, "fail");
+  EXPECT_FALSE(s.registered);
+  EXPECT_EQ(s.reg_errno, ENOMEM);
+  EXPECT_EQ(s.pages, 1025u);
+  EXPECT_EQ(s.metadata_bytes, 1025u * 16);
+  EXPECT_EQ(s.write.bytes, 0u);
+  ASSERT_TRUE(s.diagnosis);  // small metadata order on stock: not blamed on rxe
+  EXPECT_EQ(s.diagnosis->cause, "unknown");
+}
+
+TEST(Engine, RegistrationEnomemMemlock) {
+  Rig r;
+  r.base.limits = data("limits-64K.txt");
+  r.base.cap_eff = 0;
+  r.ctl.reg_errno = [](std::size_t len) { return len > (2u << 20) ? ENOMEM : 0; };
+  auto s = r.run(4ull << 20);
+  EXPECT_EQ(s.result, "fail");
+  ASSERT_TRUE(s.diagnosis);
+  EXPECT_EQ(s.diagnosis->cause, "memlock");
+  EXPECT_NE(s.diagnosis->remedy.find("limits.conf"), std::string::npos);
+}
+
+TEST(Engine, RetryExceededTwoHostIsNetwork) {
+  RunConfig c;
+  c.two_host = true;
+  Rig r(c);
+  r.ctl.fail_op_at = 3;
+  r.base.two_host = true;
+  FwResult fw;
+  fw.verdict = FwVerdict::Drop;
+  fw.source = "nftables";
+  fw.detail = "chain inet filter input: policy drop";
+  r.base.firewall = fw;
+  auto s = r.run(4ull << 20);
+  EXPECT_EQ(s.result, "fail");
+  ASSERT_TRUE(s.diagnosis);
+  EXPECT_EQ(s.diagnosis->cause, "network_path_or_firewall");
+  EXPECT_NE(s.diagnosis->remedy.find("4791"), std::string::npos);
+  EXPECT_NE(s.diagnosis->summary.find("offset"), std::string::npos);
+  EXPECT_TRUE(r.qp->broken());
+}
+
+TEST(Engine, TimeoutIsReported) {
+  RunConfig c;
+  c.two_host = true;
+  Rig r(c);
+  r.ctl.fail_op_at = 0;
+  r.ctl.fail_timeout = true;
+  auto s = r.run(1ull << 20);
+  ASSERT_TRUE(s.diagnosis);
+  EXPECT_EQ(s.diagnosis->cause, "network_path_or_firewall");
+  EXPECT_NE(s.diagnosis->summary.find("deadline"), std::string::npos);
+}
+
+TEST(Engine, CorruptionOnWriteReportedWithOffset) {
+  RunConfig c;
+  c.mode = Mode::Full;
+  c.msg_size = 1ull << 20;
+  c.passes = 1;
+  Rig r(c);
+  r.ctl.corrupt_op_at = 2;  // third 1 MiB chunk of the write loop
+  r.ctl.corrupt_at = 4096 * 3 + 5;
+  auto s = r.run(4ull << 20);
+  EXPECT_EQ(s.result, "fail");
+  ASSERT_TRUE(s.mismatch);
+  EXPECT_EQ(s.mismatch->offset, (2ull << 20) + 4096 * 3 + 5);
+  EXPECT_EQ(s.mismatch->direction, "write");
+  ASSERT_TRUE(s.diagnosis);
+  EXPECT_EQ(s.diagnosis->cause, "data_corruption");
+}
+
+TEST(Engine, ShortReadDetectedAsStale) {
+  RunConfig c;
+  c.mode = Mode::Full;
+  c.msg_size = 1ull << 20;
+  c.passes = 1;
+  Rig r(c);
+  r.ctl.short_op_at = 4 + 1;  // second read op (after 4 write ops) copies half
+  auto s = r.run(4ull << 20);
+  EXPECT_EQ(s.result, "fail");
+  ASSERT_TRUE(s.mismatch);
+  EXPECT_EQ(s.mismatch->direction, "read");
+  EXPECT_EQ(s.mismatch->offset, (1ull << 20) + (512ull << 10));
+  EXPECT_NE(s.mismatch->explanation.find("stale"), std::string::npos) << s.mismatch->explanation;
+}
+
+TEST(Engine, SplitUsesScatterListsAcrossMrs) {
+  RunConfig c;
+  c.mode = Mode::Full;
+  c.msg_size = 1ull << 20;
+  c.split = 8;
+  c.offset = 100;
+  c.passes = 1;
+  Rig r(c);
+  auto s = r.run((4ull << 20) + 1);
+  EXPECT_EQ(s.result, "pass");
+  EXPECT_EQ(s.mrs, 8u);
+  EXPECT_GE(r.ctl.max_sges_seen, 2u);
+  EXPECT_EQ(r.ctl.regs, 8);
+}
+
+TEST(Engine, SplitRespectsMaxSge) {
+  RunConfig c;
+  c.mode = Mode::Full;
+  c.msg_size = 1ull << 20;
+  c.split = 64;
+  c.passes = 1;
+  Rig r(c);
+  r.ctl.max_sge = 2;
+  auto s = r.run(1ull << 20);
+  EXPECT_EQ(s.result, "pass");
+  EXPECT_LE(r.ctl.max_sges_seen, 2u);
+}

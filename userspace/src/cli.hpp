@@ -1,0 +1,19 @@
+// Command line front end: run, serve, doctor, probe.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "host.hpp"
+#include "verbs.hpp"
+
+namespace rxv {
+
+int cli_main(int argc, char** argv);
+
+// Device choice (pure): the requested name must exist; otherwise the first rxe device.
+// Returns the name, or "" with err and exit code (2 unknown name, 3 none).
+std::string choose_device(const std::vector<IbDevice>& sysfs_devs,
+                          const std::vector<std::string>& verbs_devs, const std::string& wanted,
+                          std::string& err, int& code);
+
+}  // namespace rxv

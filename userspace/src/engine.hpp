@@ -1,0 +1,134 @@
+// Per-size test: allocate, register (timed), RDMA WRITE and READ loops, verify.
+//
+// The region under test (T) lives on this side and is used as the *local* buffer of the
+// initiating QP (its lkeys; with --split the scatter list spans MRs). The peer owns a
+// staging buffer (msg-size bytes) used as the remote side: in loopback the peer is this
+// process (LocalPeer), in a two-host run it is `rxe-verify serve` (RemotePeer in oob.hpp).
+//   WRITE loop: fill T[range] with the pattern, RDMA WRITE T[range] -> staging, the peer
+//               verifies staging.
+//   READ loop:  the peer fills staging with the pattern, RDMA READ staging -> T[range],
+//               verify T[range] here.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diagnosis.hpp"
+#include "pattern.hpp"
+#include "plan.hpp"
+#include "report.hpp"
+#include "verbs.hpp"
+
+namespace rxv {
+
+// Anonymous private mapping owned by RAII.
+class MappedBuffer {
+ public:
+  MappedBuffer() = default;
+  explicit MappedBuffer(std::size_t len);
+  ~MappedBuffer();
+  MappedBuffer(MappedBuffer&& o) noexcept;
+  MappedBuffer& operator=(MappedBuffer&& o) noexcept;
+  MappedBuffer(const MappedBuffer&) = delete;
+  MappedBuffer& operator=(const MappedBuffer&) = delete;
+  unsigned char* data() const { return static_cast<unsigned char*>(p_); }
+  std::size_t size() const { return len_; }
+  explicit operator bool() const { return p_ != nullptr; }
+  int error() const { return err_; }
+  // Fault every page in (MADV_POPULATE_WRITE, else touching each page).
+  void populate();
+
+ private:
+  void* p_ = nullptr;
+  std::size_t len_ = 0;
+  int err_ = 0;
+};
+
+struct VerifyOutcome {
+  bool ok = true;
+  std::string error;  // transport/peer error (not a data mismatch)
+  std::optional<Mismatch> mismatch;
+  std::string explanation;
+};
+
+class Peer {
+ public:
+  virtual ~Peer() = default;
+  virtual std::uint64_t staging_addr() const = 0;
+  virtual std::uint32_t staging_rkey() const = 0;
+  virtual std::uint64_t staging_size() const = 0;
+  // Fill staging[st_off, +len) with the pattern of region bytes [region_off, +len).
+  virtual std::string fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
+                           std::uint64_t key) = 0;
+  virtual VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off,
+                               std::uint64_t len, std::uint64_t key,
+                               const std::vector<KeyCandidate>& candidates,
+                               std::uint64_t region_size) = 0;
+};
+
+// Staging buffer in this process (loopback, and the server side of a two-host run).
+class LocalPeer final : public Peer {
+ public:
+  // Registers `size` bytes on dev; check ok()/error().
+  LocalPeer(Device& dev, std::uint64_t size);
+  bool ok() const { return mr_ != nullptr; }
+  int reg_errno() const { return err_; }
+  std::uint64_t staging_addr() const override;
+  std::uint32_t staging_rkey() const override;
+  std::uint64_t staging_size() const override { return buf_.size(); }
+  std::string fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
+                   std::uint64_t key) override;
+  VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
+                       std::uint64_t key, const std::vector<KeyCandidate>& candidates,
+                       std::uint64_t region_size) override;
+
+ private:
+  MappedBuffer buf_;
+  std::unique_ptr<MemoryRegion> mr_;
+  int err_ = 0;
+};
+
+struct RunConfig {
+  std::uint64_t offset = 0;
+  Mode mode = Mode::Sampled;
+  std::uint64_t msg_size = 64ull << 20;
+  std::uint64_t sample_max = 1ull << 20;  // largest sampled transfer
+  unsigned passes = 2;
+  std::uint64_t seed = 1;
+  unsigned split = 1;
+  double op_timeout = 0;  // seconds per operation; 0 = automatic
+  bool two_host = false;
+  bool progress = false;
+};
+
+// Staging bytes the peer needs for a config.
+std::uint64_t staging_bytes_for(const RunConfig& c);
+// Per-operation deadline: explicit, or 30 s + length at 4 MiB/s (slow emulated hosts).
+std::chrono::milliseconds op_deadline(const RunConfig& c, std::uint64_t len);
+
+// Supplies the diagnosis inputs that come from the host (captured when a failure occurs).
+using DiagContext = std::function<DiagInput()>;
+
+class Engine {
+ public:
+  Engine(Device& dev, QueuePair& qp, Peer& peer, RunConfig cfg, DiagContext ctx);
+  SizeResult run_size(std::uint64_t size);
+
+ private:
+  bool transfer(OpCode op, const Transfer& t, std::uint64_t st_off, SizeResult& r,
+                unsigned char* base, const SplitLayout& layout,
+                const std::vector<std::unique_ptr<MemoryRegion>>& mrs, LoopStats& stats);
+  void fail(SizeResult& r, DiagInput in);
+
+  Device& dev_;
+  QueuePair& qp_;
+  Peer& peer_;
+  RunConfig cfg_;
+  DiagContext ctx_;
+  int max_sge_ = 1;
+};
+
+}  // namespace rxv

@@ -1,0 +1,185 @@
+#include "pattern.hpp"
+
+#include <cstring>
+
+namespace rxv {
+
+std::uint64_t mix64(std::uint64_t x) {
+  // splitmix64 finaliser
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t pattern_key(std::uint64_t seed, std::uint32_t pass, Phase phase) {
+  return mix64(mix64(seed) ^ (static_cast<std::uint64_t>(pass) << 8) ^
+               static_cast<std::uint64_t>(phase));
+}
+
+std::uint64_t page_key(std::uint64_t key, std::uint64_t page) {
+  return mix64(key ^ (page * 0xD1B54A32D192ED03ull));
+}
+
+std::uint64_t pattern_word(std::uint64_t key, std::uint64_t w) {
+  return page_key(key, w >> 9) ^ (w * kWordMul);
+}
+
+std::uint8_t pattern_byte(std::uint64_t key, std::uint64_t off) {
+  return static_cast<std::uint8_t>(pattern_word(key, off >> 3) >> (8 * (off & 7)));
+}
+
+namespace {
+constexpr std::uint64_t kWordsPerPage = 512;
+
+// Fill whole words [w0, w0+n) into dst (dst may be unaligned).
+void fill_words(unsigned char* dst, std::uint64_t w0, std::uint64_t n, std::uint64_t key) {
+  std::uint64_t w = w0;
+  const std::uint64_t end = w0 + n;
+  while (w < end) {
+    std::uint64_t page_end = ((w >> 9) + 1) * kWordsPerPage;
+    if (page_end > end) page_end = end;
+    const std::uint64_t pk = page_key(key, w >> 9);
+    std::uint64_t m = w * kWordMul;
+    const std::uint64_t cnt = page_end - w;
+    for (std::uint64_t i = 0; i < cnt; ++i) {
+      std::uint64_t v = pk ^ m;
+      std::memcpy(dst + 8 * i, &v, 8);
+      m += kWordMul;
+    }
+    dst += 8 * cnt;
+    w = page_end;
+  }
+}
+
+// Returns true when words [w0, w0+n) in src all match.
+bool words_match(const unsigned char* src, std::uint64_t w0, std::uint64_t n,
+                 std::uint64_t key) {
+  std::uint64_t w = w0;
+  const std::uint64_t end = w0 + n;
+  while (w < end) {
+    std::uint64_t page_end = ((w >> 9) + 1) * kWordsPerPage;
+    if (page_end > end) page_end = end;
+    const std::uint64_t pk = page_key(key, w >> 9);
+    std::uint64_t m = w * kWordMul;
+    const std::uint64_t cnt = page_end - w;
+    std::uint64_t acc = 0;
+    for (std::uint64_t i = 0; i < cnt; ++i) {
+      std::uint64_t v;
+      std::memcpy(&v, src + 8 * i, 8);
+      acc |= v ^ (pk ^ m);
+      m += kWordMul;
+    }
+    if (acc != 0) return false;
+    src += 8 * cnt;
+    w = page_end;
+  }
+  return true;
+}
+}  // namespace
+
+void pattern_fill(void* dstv, std::uint64_t off, std::size_t len, std::uint64_t key) {
+  auto* dst = static_cast<unsigned char*>(dstv);
+  std::uint64_t end = off + len;
+  while (off < end && (off & 7)) {
+    *dst++ = pattern_byte(key, off++);
+  }
+  std::uint64_t nwords = (end - off) / 8;
+  fill_words(dst, off >> 3, nwords, key);
+  dst += 8 * nwords;
+  off += 8 * nwords;
+  while (off < end) *dst++ = pattern_byte(key, off++);
+}
+
+std::optional<Mismatch> pattern_verify(const void* srcv, std::uint64_t off, std::size_t len,
+                                       std::uint64_t key) {
+  const auto* src = static_cast<const unsigned char*>(srcv);
+  const std::uint64_t start = off;
+  const std::uint64_t end = off + len;
+  // Fast path: aligned words by page; fall back to a byte scan of the whole range only
+  // when something differs.
+  bool ok = true;
+  std::uint64_t o = off;
+  const unsigned char* p = src;
+  while (ok && o < end && (o & 7)) {
+    if (*p != pattern_byte(key, o)) ok = false;
+    ++p;
+    ++o;
+  }
+  if (ok) {
+    std::uint64_t nwords = (end - o) / 8;
+    if (!words_match(p, o >> 3, nwords, key)) ok = false;
+    p += 8 * nwords;
+    o += 8 * nwords;
+    while (ok && o < end) {
+      if (*p != pattern_byte(key, o)) ok = false;
+      ++p;
+      ++o;
+    }
+  }
+  if (ok) return std::nullopt;
+
+  Mismatch m;
+  bool first = true;
+  // Slow exact scan, word at a time.
+  for (std::uint64_t x = start; x < end;) {
+    if ((x & 7) == 0 && x + 8 <= end) {
+      std::uint64_t v, e = pattern_word(key, x >> 3);
+      std::memcpy(&v, src + (x - start), 8);
+      if (v == e) {
+        x += 8;
+        continue;
+      }
+    }
+    std::uint8_t a = src[x - start], e = pattern_byte(key, x);
+    if (a != e) {
+      if (first) {
+        m.region_offset = x;
+        m.expected = e;
+        m.actual = a;
+        m.first_bad_page = x / 4096;
+        first = false;
+      }
+      m.last_bad_offset = x;
+      ++m.bad_bytes;
+    }
+    ++x;
+  }
+  return m;
+}
+
+std::string explain_mismatch(const void* srcv, std::uint64_t region_off, std::size_t len,
+                             const Mismatch& m, std::uint64_t key,
+                             const std::vector<KeyCandidate>& candidates,
+                             std::uint64_t region_size) {
+  const auto* src = static_cast<const unsigned char*>(srcv);
+  std::uint64_t wo = (m.region_offset + 7) & ~std::uint64_t{7};  // first whole word
+  if (wo + 8 > region_off + len) wo = m.region_offset & ~std::uint64_t{7};
+  if (wo < region_off || wo + 8 > region_off + len) return "";
+  std::uint64_t actual;
+  std::memcpy(&actual, src + (wo - region_off), 8);
+  std::uint64_t w = wo >> 3;
+  if (actual == 0) return "zero bytes found (short or missing transfer)";
+  for (const auto& c : candidates)
+    if (pattern_word(c.key, w) == actual) return "data of " + c.label + " found (stale page)";
+  // Misplaced: same key, other word with the same position inside its page.
+  std::uint64_t inpage = w & 511;
+  std::uint64_t pages = (region_size + 4095) / 4096;
+  for (std::uint64_t pg = 0; pg < pages; ++pg) {
+    std::uint64_t cw = pg * 512 + inpage;
+    if (cw != w && pattern_word(key, cw) == actual)
+      return "data belonging to region offset " + std::to_string(cw * 8) +
+             " found (misplaced page)";
+  }
+  // Shifted within the page (wrong page offset / byte shift of a transfer).
+  for (std::int64_t d = -512; d <= 512; ++d) {
+    std::int64_t cw = static_cast<std::int64_t>(w) + d;
+    if (d == 0 || cw < 0) continue;
+    if (pattern_word(key, static_cast<std::uint64_t>(cw)) == actual)
+      return "data belonging to region offset " + std::to_string(cw * 8) +
+             " found (shifted transfer)";
+  }
+  return "unrecognised data";
+}
+
+}  // namespace rxv

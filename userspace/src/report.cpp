@@ -1,0 +1,161 @@
+#include "report.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+#include "size.hpp"
+
+namespace rxv {
+
+int finalize(RunReport& r) {
+  if (r.error) {
+    r.verdict = "not_ready";
+    return kExitNotReady;
+  }
+  bool any_fail = false, any_pass = false, env = false;
+  for (const auto& s : r.results) {
+    if (s.result == "fail") {
+      any_fail = true;
+      if (s.diagnosis && (s.diagnosis->cause == cause::kMemlock ||
+                          s.diagnosis->cause == cause::kDeviceDown))
+        env = true;
+    }
+    if (s.result == "pass") any_pass = true;
+  }
+  if (any_fail) {
+    r.verdict = "fail";
+    bool all_env = env;
+    for (const auto& s : r.results)
+      if (s.result == "fail" && !(s.diagnosis && (s.diagnosis->cause == cause::kMemlock ||
+                                                  s.diagnosis->cause == cause::kDeviceDown)))
+        all_env = false;
+    if (all_env) {
+      r.verdict = "not_ready";
+      return kExitNotReady;
+    }
+    return kExitFail;
+  }
+  if (any_pass) {
+    r.verdict = "pass";
+    return kExitPass;
+  }
+  r.verdict = "skip";
+  return kExitSkip;
+}
+
+nlohmann::json to_json(const Diagnosis& d) {
+  return {{"cause", d.cause}, {"summary", d.summary}, {"remedy", d.remedy}};
+}
+
+namespace {
+nlohmann::json loop_json(const LoopStats& l) {
+  return {{"bytes", l.bytes}, {"seconds", l.seconds}, {"MBps", l.mbps()}};
+}
+}  // namespace
+
+nlohmann::json to_json(const SizeResult& s) {
+  nlohmann::json j = {{"size", s.size},
+                      {"size_text", format_size(s.size)},
+                      {"offset", s.offset},
+                      {"pages", s.pages},
+                      {"metadata_bytes", s.metadata_bytes},
+                      {"metadata_order", s.metadata_order},
+                      {"mrs", s.mrs},
+                      {"mode", s.mode},
+                      {"passes", s.passes},
+                      {"registered", s.registered},
+                      {"reg_errno", s.reg_errno},
+                      {"reg_seconds", s.reg_seconds},
+                      {"write", loop_json(s.write)},
+                      {"read", loop_json(s.read)},
+                      {"verified_bytes", s.verified_bytes},
+                      {"transfers", s.transfers},
+                      {"result", s.result},
+                      {"diagnosis", nullptr},
+                      {"mismatch", nullptr}};
+  if (s.diagnosis) j["diagnosis"] = to_json(*s.diagnosis);
+  if (s.mismatch)
+    j["mismatch"] = {{"offset", s.mismatch->offset},     {"page", s.mismatch->page},
+                     {"expected", s.mismatch->expected}, {"actual", s.mismatch->actual},
+                     {"bad_bytes", s.mismatch->bad_bytes}, {"direction", s.mismatch->direction},
+                     {"explanation", s.mismatch->explanation}};
+  return j;
+}
+
+nlohmann::json to_json(const RunReport& r) {
+  nlohmann::json j = {
+      {"schema_version", kSchemaVersion},
+      {"tool", {{"name", "rxe-verify"}, {"version", kToolVersion}}},
+      {"command", r.command},
+      {"device", r.device.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.device)},
+      {"module",
+       {{"name", "rdma_rxe"},
+        {"flavor", r.module.flavor},
+        {"version", r.module.version.empty() ? nlohmann::json(nullptr)
+                                             : nlohmann::json(r.module.version)},
+        {"installed_rxe_kvfix", r.module.installed.empty() ? nlohmann::json(nullptr)
+                                                           : nlohmann::json(r.module.installed)}}},
+      {"kernel", r.kernel},
+      {"transport", r.transport},
+      {"gid_index", r.gid_index},
+      {"seed", r.seed},
+      {"results", nlohmann::json::array()},
+      {"error", nullptr},
+      {"verdict", r.verdict}};
+  for (const auto& s : r.results) j["results"].push_back(to_json(s));
+  if (r.error) j["error"] = to_json(*r.error);
+  return j;
+}
+
+std::string format_seconds(double s) {
+  char b[32];
+  if (s < 1e-3) std::snprintf(b, sizeof b, "%.0f us", s * 1e6);
+  else if (s < 1) std::snprintf(b, sizeof b, "%.1f ms", s * 1e3);
+  else std::snprintf(b, sizeof b, "%.2f s", s);
+  return b;
+}
+
+std::string to_table(const RunReport& r) {
+  std::ostringstream o;
+  o << "rxe-verify " << kToolVersion << "  kernel " << r.kernel << "  module rdma_rxe: "
+    << r.module.flavor;
+  if (!r.module.version.empty()) o << " (" << r.module.version << ")";
+  o << "\n";
+  if (!r.device.empty())
+    o << "device " << r.device << "  gid index " << r.gid_index << "  " << r.transport << "\n";
+  if (r.error) {
+    o << "ERROR: " << r.error->summary << "\n  remedy: " << r.error->remedy << "\n";
+  }
+  if (!r.results.empty()) {
+    char line[512];
+    std::snprintf(line, sizeof line, "%-16s %9s %11s %5s %10s %11s %11s %10s  %s\n", "size",
+                  "pages", "metadata", "order", "reg", "write MB/s", "read MB/s", "verified",
+                  "result");
+    o << "\n" << line;
+    for (const auto& s : r.results) {
+      std::string sz = format_size(s.size);
+      if (s.offset) sz += " @+" + std::to_string(s.offset);
+      if (s.mrs > 1) sz += " /" + std::to_string(s.mrs);
+      char w[32] = "-", rd[32] = "-";
+      if (s.write.seconds > 0) std::snprintf(w, sizeof w, "%.1f", s.write.mbps());
+      if (s.read.seconds > 0) std::snprintf(rd, sizeof rd, "%.1f", s.read.mbps());
+      std::string reg = s.registered ? format_seconds(s.reg_seconds)
+                                     : (s.reg_errno ? "errno " + std::to_string(s.reg_errno) : "-");
+      std::snprintf(line, sizeof line, "%-16s %9llu %11s %5d %10s %11s %11s %10s  %s\n",
+                    sz.c_str(), static_cast<unsigned long long>(s.pages),
+                    format_size(s.metadata_bytes).c_str(), s.metadata_order, reg.c_str(), w, rd,
+                    format_size(s.verified_bytes).c_str(), s.result.c_str());
+      o << line;
+    }
+    for (const auto& s : r.results) {
+      if (!s.diagnosis) continue;
+      o << "\n" << format_size(s.size) << (s.offset ? " @+" + std::to_string(s.offset) : "")
+        << ": " << s.result << " [" << s.diagnosis->cause << "]\n  " << s.diagnosis->summary
+        << "\n  remedy: " << s.diagnosis->remedy << "\n";
+    }
+  }
+  o << "\nverdict: " << r.verdict << "\n";
+  return o.str();
+}
+
+}  // namespace rxv

@@ -1,0 +1,77 @@
+// Result model, JSON (documented schema, see userspace/README.md) and the text table.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diagnosis.hpp"
+
+namespace rxv {
+
+inline constexpr const char* kToolVersion = RXE_VERIFY_VERSION;
+inline constexpr int kSchemaVersion = 1;
+
+// Exit codes (documented).
+inline constexpr int kExitPass = 0;
+inline constexpr int kExitFail = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitNotReady = 3;
+inline constexpr int kExitSkip = 4;
+
+struct LoopStats {
+  std::uint64_t bytes = 0;
+  double seconds = 0;
+  double mbps() const { return seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0; }
+};
+
+struct MismatchReport {
+  std::uint64_t offset = 0;
+  std::uint64_t page = 0;
+  unsigned expected = 0, actual = 0;
+  std::uint64_t bad_bytes = 0;
+  std::string direction;  // "write" | "read"
+  std::string explanation;
+};
+
+struct SizeResult {
+  std::uint64_t size = 0, offset = 0, pages = 0, metadata_bytes = 0;
+  int metadata_order = 0;
+  unsigned mrs = 1;
+  std::string mode = "sampled";
+  unsigned passes = 0;
+  bool registered = false;
+  int reg_errno = 0;
+  double reg_seconds = 0;
+  LoopStats write, read;
+  std::uint64_t verified_bytes = 0;
+  std::uint64_t transfers = 0;
+  std::string result = "skip";  // pass | fail | skip
+  std::optional<Diagnosis> diagnosis;
+  std::optional<MismatchReport> mismatch;
+};
+
+struct RunReport {
+  std::string command = "run";
+  std::string device;
+  ModuleIdentity module;
+  std::string kernel;
+  std::string transport = "loopback";  // or "tcp HOST:PORT"
+  int gid_index = -1;
+  std::uint64_t seed = 0;
+  std::vector<SizeResult> results;
+  std::optional<Diagnosis> error;  // environment failure before any size ran
+  std::string verdict = "skip";    // pass | fail | skip | not_ready
+};
+
+// Computes verdict and exit code from results/error.
+int finalize(RunReport& r);
+
+nlohmann::json to_json(const Diagnosis& d);
+nlohmann::json to_json(const SizeResult& s);
+nlohmann::json to_json(const RunReport& r);
+std::string to_table(const RunReport& r);
+std::string format_seconds(double s);
+
+}  // namespace rxv

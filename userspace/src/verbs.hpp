@@ -1,0 +1,100 @@
+// Narrow verbs interface. The engine talks only to these abstract classes so unit tests
+// can substitute fakes that inject failures (reg_mr ENOMEM, IBV_WC_RETRY_EXC_ERR,
+// timeouts, corrupted or short transfers). The libibverbs implementation is in
+// verbs_ibv.cpp; every verbs object there is owned by RAII wrappers.
+#pragma once
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rxv {
+
+struct PortInfo {
+  bool active = false;
+  int state = 0;        // enum ibv_port_state
+  int active_mtu = 3;   // enum ibv_mtu (3 = 1024)
+  std::uint32_t max_msg_sz = 0;
+  std::string state_str;
+};
+
+struct DeviceCaps {
+  std::uint64_t max_mr_size = 0;
+  int max_sge = 1;
+  int max_qp_rd_atom = 1;
+};
+
+struct QpAddr {
+  std::uint32_t qpn = 0;
+  std::uint32_t psn = 0;
+  std::array<std::uint8_t, 16> gid{};
+};
+
+struct Sge {
+  std::uint64_t addr = 0;
+  std::uint32_t length = 0;
+  std::uint32_t lkey = 0;
+};
+
+enum class OpCode { Write, Read };
+
+struct OpResult {
+  bool ok = false;
+  bool timed_out = false;
+  int wc_status = 0;       // enum ibv_wc_status when !ok && !timed_out
+  std::string status_str;  // ibv_wc_status_str() or an error text
+};
+
+class MemoryRegion {
+ public:
+  virtual ~MemoryRegion() = default;
+  virtual std::uint32_t lkey() const = 0;
+  virtual std::uint32_t rkey() const = 0;
+};
+
+struct RegResult {
+  std::unique_ptr<MemoryRegion> mr;
+  int err = 0;  // errno when mr == nullptr
+};
+
+struct QpParams {
+  int gid_index = 0;
+  int timeout = 19;   // 4.096 us * 2^19 ~ 2.1 s per try
+  int retry_cnt = 7;  // 8 tries ~ 17 s before IBV_WC_RETRY_EXC_ERR
+};
+
+class QueuePair {
+ public:
+  virtual ~QueuePair() = default;
+  virtual QpAddr local_addr() const = 0;
+  // INIT -> RTR -> RTS towards `remote`. Returns "" or a one-line error.
+  virtual std::string connect(const QpAddr& remote) = 0;
+  // Post one signalled RDMA WRITE/READ and wait for its completion until `deadline`
+  // elapses. After a failure or timeout the QP is unusable (broken() == true).
+  virtual OpResult execute(OpCode op, const std::vector<Sge>& sges, std::uint64_t raddr,
+                           std::uint32_t rkey, std::chrono::milliseconds deadline) = 0;
+  virtual bool broken() const = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+  virtual PortInfo port() = 0;
+  virtual DeviceCaps caps() = 0;
+  virtual RegResult reg_mr(void* addr, std::size_t len) = 0;
+  virtual std::unique_ptr<QueuePair> create_qp(const QpParams& p, std::string& err) = 0;
+};
+
+class Provider {
+ public:
+  virtual ~Provider() = default;
+  virtual std::vector<std::string> list_devices() = 0;
+  virtual std::unique_ptr<Device> open(const std::string& name, std::string& err) = 0;
+};
+
+std::unique_ptr<Provider> make_ibv_provider();
+
+}  // namespace rxv
