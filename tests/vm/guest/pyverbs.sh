@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# pyverbs.sh: rdma-core's own pyverbs tests for memory regions and RDMA
+# WRITE/READ (python3-pyverbs, /usr/share/doc/rdma-core/tests) against the
+# stock rdma_rxe and against rxe-kvfix, in one boot.
+#
+#   pyverbs.sh KERNELRELEASE
+#
+# Reports passed/failed/skipped for both; any test that passes on stock but
+# not on rxe-kvfix is a failure. (These tests use small messages: they check
+# the MR mapping paths, not large allocations.)
+set -uo pipefail
+
+usage() { echo "Usage: pyverbs.sh KERNELRELEASE"; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+(($# == 1)) || { usage >&2; exit 2; }
+K=$1
+SRC=/root/rxe-kvfix
+OUT=${RXE_KVFIX_RESULTS:-/results}
+export RXE_RESULTS=$OUT/results.tsv
+# shellcheck source=tests/testlib.sh
+. "$SRC/tests/testlib.sh"
+# shellcheck source=tests/vm/guest-lib.sh
+. "${RXE_KVFIX_GUEST_LIB:-$SRC/tests/vm/guest-lib.sh}"
+T_SUITE=vm-pyverbs
+# MR registration/re-registration/memory windows, and the RC RDMA WRITE/READ
+# traffic tests of the extended QP API
+MODULES=(test_mr test_qpex)
+
+T=/tmp/pyverbs-tests
+rm -rf "$T"
+cp -r /usr/share/doc/rdma-core/tests "$T"
+gunzip -f "$T"/*.gz
+modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel
+
+# run_suite PHASE: run the modules on rxe0, outcome per test in OUT/pyverbs-PHASE.outcomes
+run_suite() {
+	local phase=$1
+	rxe_dummy_up rxe0 d0 10.77.0.1/24
+	(cd "$T" && timeout 1200 python3 run_tests.py --dev rxe0 -v "${MODULES[@]}") >"$OUT/pyverbs-$phase.log" 2>&1
+	echo "exit=$?" >>"$OUT/pyverbs-$phase.log"
+	# "test_x (tests.test_mr.MRTest.test_x) ... ok|FAIL|ERROR|skipped '...'"
+	sed -nE 's/^(test_[A-Za-z0-9_]+) \(([^)]*)\).*\.\.\. (ok|FAIL|ERROR|skipped|expected failure).*/\2 \3/p' \
+		"$OUT/pyverbs-$phase.log" | sort -u >"$OUT/pyverbs-$phase.outcomes"
+	rxe_dummy_down rxe0 d0
+	rmmod rdma_rxe
+}
+
+counts() { # FILE -> "P passed, F failed, S skipped"
+	awk '{ if ($2 == "ok") p++; else if ($2 == "skipped") s++; else f++ }
+		END { printf "%d passed, %d failed, %d skipped", p, f, s }' "$1"
+}
+
+stock_ko=$(find /var/lib/dkms/rxe-kvfix/original_module/"$K" "/lib/modules/$K/kernel" -name 'rdma_rxe.ko*' ! -name '*.origin' 2>/dev/null | head -n1)
+t_start "$K pyverbs: suite on the stock module"
+if [[ -n $stock_ko ]] && insmod "$stock_ko" && [[ ! -e /sys/module/rdma_rxe/version ]]; then
+	run_suite stock
+	if [[ -s $OUT/pyverbs-stock.outcomes ]]; then
+		t_pass
+		echo "     stock: $(counts "$OUT/pyverbs-stock.outcomes")"
+	else
+		t_fail "no test outcomes: $(tail -n3 "$OUT/pyverbs-stock.log" | tr '\n' ' ')"
+	fi
+else
+	t_fail "cannot load the stock module (${stock_ko:-not found})"
+fi
+
+t_start "$K pyverbs: suite on rxe-kvfix"
+if modprobe rdma_rxe && grep -q rxe-kvfix /sys/module/rdma_rxe/version; then
+	run_suite fixed
+	if [[ -s $OUT/pyverbs-fixed.outcomes ]]; then
+		t_pass
+		echo "     rxe-kvfix: $(counts "$OUT/pyverbs-fixed.outcomes")"
+	else
+		t_fail "no test outcomes: $(tail -n3 "$OUT/pyverbs-fixed.log" | tr '\n' ' ')"
+	fi
+else
+	t_fail "modprobe rdma_rxe did not load rxe-kvfix"
+fi
+
+t_start "$K pyverbs: nothing that passes on stock fails on rxe-kvfix"
+if [[ -s $OUT/pyverbs-stock.outcomes && -s $OUT/pyverbs-fixed.outcomes ]]; then
+	regressions=$(join <(awk '$2 == "ok"' "$OUT/pyverbs-stock.outcomes") "$OUT/pyverbs-fixed.outcomes" | awk '$3 != "ok" {print $1}')
+	missing=$(join -v1 <(awk '$2 == "ok"' "$OUT/pyverbs-stock.outcomes") "$OUT/pyverbs-fixed.outcomes" | awk '{print $1}')
+	if [[ -z $regressions && -z $missing ]]; then
+		t_pass
+		printf '     stock: %s | rxe-kvfix: %s\n' "$(counts "$OUT/pyverbs-stock.outcomes")" "$(counts "$OUT/pyverbs-fixed.outcomes")"
+	else
+		t_fail "regressions: ${regressions//$'\n'/ } ${missing:+not run on rxe-kvfix: ${missing//$'\n'/ }}"
+	fi
+else
+	t_fail "a suite produced no outcomes"
+fi
+t_start "$K pyverbs: dmesg has no BUG/Oops"
+bad=$(dmesg | grep -E 'BUG:|Oops|general protection' || true)
+if [[ -z $bad ]]; then t_pass; else t_fail "$(head -n2 <<<"$bad" | tr '\n' ' ')"; fi
+exit $((T_FAILS > 0))
