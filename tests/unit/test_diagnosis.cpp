@@ -85,7 +85,11 @@ TEST(Diagnosis, MemlockBeforeEverythingElse) {
 }
 
 TEST(Diagnosis, OutOfMemory) {
-  auto in = reg(1ull << 30);
+  // 64 GiB registered on rxe-kvfix: 16 Mi pages need 768 MiB of metadata and
+  // scatter table, more than the sample's 300 MiB MemAvailable
+  auto in = reg(64ull << 30);
+  in.module.flavor = "rxe-kvfix";
+  in.module.version = "1.0.0-rxe-kvfix";
   in.meminfo = data("meminfo-low.txt");
   EXPECT_EQ(diagnose(in).cause, "out_of_memory");
   DiagInput a;
@@ -93,6 +97,14 @@ TEST(Diagnosis, OutOfMemory) {
   a.err = ENOMEM;
   a.size = 1ull << 30;
   EXPECT_EQ(diagnose(a).cause, "out_of_memory");
+}
+
+// Seen in a VM: 4 GiB already resident left MemAvailable below the region's
+// size; the stock module's order-12 metadata is still the cause.
+TEST(Diagnosis, ResidentRegionIsNotOutOfMemory) {
+  auto in = reg(4ull << 30);
+  in.meminfo = data("meminfo-low.txt");
+  EXPECT_EQ(diagnose(in).cause, "rxe_metadata_order");
 }
 
 TEST(Diagnosis, DeviceDown) {

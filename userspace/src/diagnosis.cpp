@@ -65,10 +65,26 @@ Diagnosis reg_diag(const DiagInput& in) {
     }
   }
   if (in.err == ENOMEM) {
-    if (auto mi = parse_meminfo(in.meminfo); mi && mi->available < pinned + md.bytes)
+    // A deterministic cause first: on a stock rdma_rxe an order above
+    // MAX_PAGE_ORDER fails whatever the memory situation.
+    if (in.module.flavor != "rxe-kvfix" && md.never_on_stock())
+      return {cause::kRxeMetadataOrder,
+              "the region needs " + md_text + "; order " + std::to_string(md.order) +
+                  " > MAX_PAGE_ORDER (10) never succeeds on a stock rdma_rxe (it allocates "
+                  "the array with kzalloc_objs()/kcalloc())",
+              "load the fixed rdma_rxe (rxe-kvfix, kvcalloc/kvfree), or register at most "
+              "1 GiB per MR (stock limit for order 10): split the buffer into several MRs "
+              "(measure the cost with --split N)"};
+    // The region itself is already allocated and resident (pre-faulted) when
+    // ibv_reg_mr runs, so MemAvailable no longer counts it: what registration
+    // still needs is the page metadata plus the umem scatter table (at most
+    // 32 B per page).
+    const std::uint64_t need = md.bytes + whole.pages * 32;
+    if (auto mi = parse_meminfo(in.meminfo); mi && mi->available < need)
       return {cause::kOutOfMemory,
               "MemAvailable (" + format_size(mi->available) + ") is smaller than the " +
-                  format_size(pinned) + " region to pin",
+                  format_size(need) + " of kernel memory registering " + format_size(pinned) +
+                  " needs (page metadata and scatter table)",
               "free memory (stop other workloads, drop caches) or test a smaller size"};
     if (in.module.flavor == "rxe-kvfix")
       return {cause::kUnknown,
@@ -77,14 +93,6 @@ Diagnosis reg_diag(const DiagInput& in) {
                   "allocation is not the cause",
               "check `dmesg` for allocation failures and /proc/meminfo; retry with a smaller "
               "size"};
-    if (md.never_on_stock())
-      return {cause::kRxeMetadataOrder,
-              "the region needs " + md_text + "; order " + std::to_string(md.order) +
-                  " > MAX_PAGE_ORDER (10) never succeeds on a stock rdma_rxe (it allocates "
-                  "the array with kzalloc_objs()/kcalloc())",
-              "load the fixed rdma_rxe (rxe-kvfix, kvcalloc/kvfree), or register at most "
-              "1 GiB per MR (stock limit for order 10): split the buffer into several MRs "
-              "(measure the cost with --split N)"};
     auto zones = parse_buddyinfo(in.buddyinfo);
     if (!zones.empty() && md.order > 0 && free_blocks_at_least(zones, md.order) == 0) {
       int lo = largest_free_order(zones);
