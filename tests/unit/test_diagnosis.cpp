@@ -1,20 +1,13 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
-#include <fstream>
-#include <sstream>
 
 #include "diagnosis.hpp"
 #include "procfs.hpp"
+#include "test_data.hpp"
 
 using namespace rxv;
 
-static std::string data(const char* f) {
-  std::ifstream in(std::string(RXE_TEST_DATA) + "/" + f);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 namespace {
 DiagInput reg(std::uint64_t size, std::uint64_t offset = 0) {

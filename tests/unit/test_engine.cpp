@@ -4,23 +4,13 @@
 
 #include "engine.hpp"
 #include "fake_verbs.hpp"
+#include "test_data.hpp"
 
 using namespace rxv;
 using rxv::testing::FakeControl;
 using rxv::testing::FakeDevice;
 
 namespace {
-
-std::string data(const char* f) {
-  std::FILE* fp = std::fopen((std::string(RXE_TEST_DATA) + "/" + f).c_str(), "rb");
-  std::string s;
-  if (!fp) return s;
-  char b[4096];
-  std::size_t n;
-  while ((n = std::fread(b, 1, sizeof b, fp)) > 0) s.append(b, n);
-  std::fclose(fp);
-  return s;
-}
 
 struct Rig {
   FakeControl ctl;

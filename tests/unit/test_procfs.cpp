@@ -1,18 +1,11 @@
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "procfs.hpp"
+#include "test_data.hpp"
 
 using namespace rxv;
 
-static std::string data(const char* f) {
-  std::ifstream in(std::string(RXE_TEST_DATA) + "/" + f);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 TEST(Buddyinfo, ParsesRecordedHost) {
   auto z = parse_buddyinfo(data("buddyinfo-host.txt"));

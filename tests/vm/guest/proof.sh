@@ -31,28 +31,11 @@ PHASES=${3:-}
 PERFTEST_TOOLS=${4:-ib_write_bw ib_read_bw}
 [[ -n $PHASES ]] || if [[ $EXPECT == affected-* ]]; then PHASES=stock,fixed; else PHASES=control; fi
 
-SRC=/root/rxe-kvfix
-OUT=${RXE_KVFIX_RESULTS:-/results}
-export RXE_RESULTS=$OUT/results.tsv
-# shellcheck source=tests/testlib.sh
-. "$SRC/tests/testlib.sh"
-# shellcheck source=tests/vm/guest-lib.sh
-. "${RXE_KVFIX_GUEST_LIB:-$SRC/tests/vm/guest-lib.sh}"
+# shellcheck source=tests/vm/guest/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 T_SUITE=vm-proof
-RV=${RXE_VERIFY:-/usr/local/bin/rxe-verify}
 VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
 PT_SIZE=513M # perftest registers 2 x max(size, page) rounded up: 1026 MiB, 262,656 pages
-
-# jget FILE PYTHON-EXPR: evaluate EXPR over the JSON document j (r = results[0])
-jget() {
-	python3 - "$1" "$2" <<'PY' 2>/dev/null
-import json, sys
-j = json.load(open(sys.argv[1]))
-r = (j.get("results") or [{}])[0]
-v = eval(sys.argv[2])
-print(v if not isinstance(v, bool) else str(v).lower())
-PY
-}
 
 # rv PHASE SIZE OFFSET MODE: rxe-verify run on rxe0, JSON to OUT/PHASE-SIZE[+OFF][-full].json
 rv() {
@@ -75,8 +58,6 @@ perftest() {
 	echo "client=$rc server=$src" >"$log.rc"
 	((rc == 0 && src == 0)) || return $((rc ? rc : src))
 }
-
-dmesg_bad() { dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|possible circular locking|lockdep|general protection' || true; }
 
 check_flavor() { # stock|rxe-kvfix
 	local v
@@ -107,13 +88,12 @@ for PHASE in ${PHASES//,/ }; do
 		t_check "$K control: loaded module is stock" check_flavor stock
 		;;
 	stock)
-		stock_ko=$(find /var/lib/dkms/rxe-kvfix/original_module/"$K" "/lib/modules/$K/kernel" -name 'rdma_rxe.ko*' ! -name '*.origin' 2>/dev/null | head -n1)
 		t_start "$K stock: the distribution's rdma_rxe loads"
-		if [[ -n $stock_ko ]] && insmod "$stock_ko" && check_flavor stock; then
+		if load_stock "$K"; then
 			t_pass
-			echo "     stock module: $stock_ko"
+			echo "     stock module: $(stock_module "$K")"
 		else
-			t_fail "cannot load the stock module (${stock_ko:-not found})"
+			t_fail "cannot load the stock module ($(stock_module "$K"))"
 			continue
 		fi
 		;;

@@ -14,13 +14,8 @@ usage() { echo "Usage: pyverbs.sh KERNELRELEASE"; }
 [[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
 (($# == 1)) || { usage >&2; exit 2; }
 K=$1
-SRC=/root/rxe-kvfix
-OUT=${RXE_KVFIX_RESULTS:-/results}
-export RXE_RESULTS=$OUT/results.tsv
-# shellcheck source=tests/testlib.sh
-. "$SRC/tests/testlib.sh"
-# shellcheck source=tests/vm/guest-lib.sh
-. "${RXE_KVFIX_GUEST_LIB:-$SRC/tests/vm/guest-lib.sh}"
+# shellcheck source=tests/vm/guest/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 T_SUITE=vm-pyverbs
 # MR registration/re-registration/memory windows, and the RC RDMA WRITE/READ
 # traffic tests of the extended QP API
@@ -30,7 +25,6 @@ T=/tmp/pyverbs-tests
 rm -rf "$T"
 cp -r /usr/share/doc/rdma-core/tests "$T"
 gunzip -f "$T"/*.gz
-modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel
 
 # run_suite PHASE: run the modules on rxe0, outcome per test in OUT/pyverbs-PHASE.outcomes
 run_suite() {
@@ -50,32 +44,28 @@ counts() { # FILE -> "P passed, F failed, S skipped"
 		END { printf "%d passed, %d failed, %d skipped", p, f, s }' "$1"
 }
 
-stock_ko=$(find /var/lib/dkms/rxe-kvfix/original_module/"$K" "/lib/modules/$K/kernel" -name 'rdma_rxe.ko*' ! -name '*.origin' 2>/dev/null | head -n1)
-t_start "$K pyverbs: suite on the stock module"
-if [[ -n $stock_ko ]] && insmod "$stock_ko" && [[ ! -e /sys/module/rdma_rxe/version ]]; then
-	run_suite stock
-	if [[ -s $OUT/pyverbs-stock.outcomes ]]; then
-		t_pass
-		echo "     stock: $(counts "$OUT/pyverbs-stock.outcomes")"
-	else
-		t_fail "no test outcomes: $(tail -n3 "$OUT/pyverbs-stock.log" | tr '\n' ' ')"
+# suite PHASE LOADER...: load the module with LOADER, run the suite, record the counts
+suite() {
+	local phase=$1
+	shift
+	t_start "$K pyverbs: suite on the $phase module"
+	if ! "$@"; then
+		t_fail "cannot load the $phase module"
+		return
 	fi
-else
-	t_fail "cannot load the stock module (${stock_ko:-not found})"
-fi
+	run_suite "$phase"
+	if [[ -s $OUT/pyverbs-$phase.outcomes ]]; then
+		t_pass
+		echo "     $phase: $(counts "$OUT/pyverbs-$phase.outcomes")"
+	else
+		t_fail "no test outcomes: $(tail -n3 "$OUT/pyverbs-$phase.log" | tr '\n' ' ')"
+	fi
+}
+# shellcheck disable=SC2317  # called through suite
+load_fixed() { modprobe rdma_rxe && grep -q rxe-kvfix /sys/module/rdma_rxe/version; }
 
-t_start "$K pyverbs: suite on rxe-kvfix"
-if modprobe rdma_rxe && grep -q rxe-kvfix /sys/module/rdma_rxe/version; then
-	run_suite fixed
-	if [[ -s $OUT/pyverbs-fixed.outcomes ]]; then
-		t_pass
-		echo "     rxe-kvfix: $(counts "$OUT/pyverbs-fixed.outcomes")"
-	else
-		t_fail "no test outcomes: $(tail -n3 "$OUT/pyverbs-fixed.log" | tr '\n' ' ')"
-	fi
-else
-	t_fail "modprobe rdma_rxe did not load rxe-kvfix"
-fi
+suite stock load_stock "$K"
+suite fixed load_fixed
 
 t_start "$K pyverbs: nothing that passes on stock fails on rxe-kvfix"
 if [[ -s $OUT/pyverbs-stock.outcomes && -s $OUT/pyverbs-fixed.outcomes ]]; then
