@@ -11,11 +11,13 @@
 #   stock    the distribution's module: 1 GiB+16 B, 1025 MiB and 2 GiB must fail
 #            with ENOMEM, diagnosed as the rxe metadata order, with the page
 #            allocator WARNING from __alloc_mr_page_info in dmesg, and
-#            ib_write_bw over a 1026 MiB MR must fail
+#            ib_write_bw over a 1026 MiB MR must fail; --split 4 (the
+#            workaround) passes and probe puts the boundary at <= 1 GiB
 #   fixed-quick  our module is loaded and 1 GiB + 16 B passes (upgrade scenario)
 #   fixed    our module (resolved by modprobe, checked): 1 GiB, 1 GiB+16 B, 2 GiB
 #            and 4 GiB pass sampled loops, 1 GiB passes the full-span loop,
-#            ib_write_bw and ib_read_bw pass over 1026 MiB MRs, dmesg clean
+#            ib_write_bw and ib_read_bw pass over 1026 MiB MRs, probe reaches
+#            2 GiB, dmesg clean
 #
 # Results: testlib lines in /results/results.tsv, rxe-verify JSON in
 # /results/<phase>-<size>.json for the side-by-side table.
@@ -37,11 +39,12 @@ T_SUITE=vm-proof
 VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
 PT_SIZE=513M # perftest registers 2 x max(size, page) rounded up: 1026 MiB, 262,656 pages
 
-# rv PHASE SIZE OFFSET MODE: rxe-verify run on rxe0, JSON to OUT/PHASE-SIZE[+OFF][-full].json
+# rv PHASE SIZE OFFSET MODE [SPLIT]: rxe-verify run on rxe0, JSON to
+# OUT/PHASE-SIZE[+OFF][-full][-splitN].json
 rv() {
-	local phase=$1 size=$2 off=$3 mode=$4 f rc=0
-	f=$OUT/$phase-$size$([[ $off == 0 ]] || echo "+$off")$([[ $mode == sampled ]] || echo "-$mode").json
-	timeout 900 "$RV" run -d rxe0 -s "$size" --offset "$off" --mode "$mode" --json >"$f" 2>"$f.err" || rc=$?
+	local phase=$1 size=$2 off=$3 mode=$4 split=${5:-1} f rc=0
+	f=$OUT/$phase-$size$([[ $off == 0 ]] || echo "+$off")$([[ $mode == sampled ]] || echo "-$mode")$([[ $split == 1 ]] || echo "-split$split").json
+	timeout 900 "$RV" run -d rxe0 -s "$size" --offset "$off" --mode "$mode" --split "$split" --json >"$f" 2>"$f.err" || rc=$?
 	echo "$rc" >"$f.rc"
 	printf '%s\n' "$f"
 }
@@ -137,6 +140,21 @@ for PHASE in ${PHASES//,/ }; do
 				t_fail "exit $(cat "$f.rc"): $(jget "$f" 'r.get("reg_errno"), r.get("diagnosis")') $(head -c 300 "$f.err")"
 			fi
 		done
+		t_start "$K stock: --split 4 (the workaround: 2 GiB as four 512 MiB MRs, scatter lists across them) passes"
+		f=$(rv stock 2G 0 sampled 4)
+		if [[ $(cat "$f.rc") == 0 && $(jget "$f" 'r["registered"] and r["mrs"] == 4 and r["result"] == "pass"') == true ]]; then
+			t_pass
+		else
+			t_fail "exit $(cat "$f.rc"): $(jget "$f" 'r.get("diagnosis")') $(head -c 300 "$f.err")"
+		fi
+		t_start "$K stock: rxe-verify probe puts the boundary at or below 1 GiB (order 10)"
+		timeout 900 "$RV" probe -d rxe0 --max 2G --granularity 64M --budget 300 --json >"$OUT/stock-probe.json" 2>"$OUT/stock-probe.err"
+		if [[ $(jget "$OUT/stock-probe.json" 'j["probe"]["largest_ok"]["size"] <= 2**30 and j["probe"]["smallest_fail"]["size"] <= 2**30 + 64 * 2**20') == true ]]; then
+			t_pass
+			echo "     $(jget "$OUT/stock-probe.json" '"largest that registered: %d MiB (order %d), smallest that failed: %d MiB (order %d)" % (j["probe"]["largest_ok"]["size"] >> 20, j["probe"]["largest_ok"]["metadata_order"], j["probe"]["smallest_fail"]["size"] >> 20, j["probe"]["smallest_fail"]["metadata_order"])')"
+		else
+			t_fail "probe: $(jget "$OUT/stock-probe.json" 'j.get("probe")') $(head -c 200 "$OUT/stock-probe.err")"
+		fi
 		t_start "$K stock: dmesg has the page allocator WARNING from __alloc_mr_page_info"
 		dmesg >"$OUT/stock-dmesg.txt"
 		if grep -q 'WARNING:' "$OUT/stock-dmesg.txt" && grep -q '__alloc_mr_page_info' "$OUT/stock-dmesg.txt"; then
@@ -179,6 +197,13 @@ for PHASE in ${PHASES//,/ }; do
 			t_pass
 		else
 			t_fail "exit $(cat "$f.rc"): $(jget "$f" 'r.get("diagnosis"), r.get("mismatch")') $(head -c 300 "$f.err")"
+		fi
+		t_start "$K fixed: rxe-verify probe registers everything up to 2 GiB"
+		timeout 900 "$RV" probe -d rxe0 --max 2G --granularity 64M --budget 300 --json >"$OUT/fixed-probe.json" 2>"$OUT/fixed-probe.err"
+		if [[ $(jget "$OUT/fixed-probe.json" 'j["probe"]["largest_ok"]["size"] == 2 * 2**30 and j["probe"]["smallest_fail"] is None') == true ]]; then
+			t_pass
+		else
+			t_fail "probe: $(jget "$OUT/fixed-probe.json" 'j.get("probe")') $(head -c 200 "$OUT/fixed-probe.err")"
 		fi
 		for tool in $PERFTEST_TOOLS; do
 			t_start "$K fixed: $tool -s $PT_SIZE (1026 MiB MR) passes"
