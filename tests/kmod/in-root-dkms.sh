@@ -78,6 +78,15 @@ for spec in "$@"; do
 		else
 			t_fail "version='$v' rxe_kvfix='$id'"
 		fi
+		t_start "$K: DKMS signed the module with its MOK key"
+		signer=$(modinfo -F signer "$path" 2>/dev/null || true)
+		if [[ ! -f /var/lib/dkms/mok.key ]]; then
+			t_skip "no /var/lib/dkms/mok.key in this root"
+		elif [[ $signer == "rxe-kvfix test MOK" ]]; then
+			t_pass
+		else
+			t_fail "modinfo -F signer says '$signer'"
+		fi
 		t_start "$K: installed module's MR code calls kvmalloc/kvfree"
 		if got=$("$SRC/kmod/rxe-kvfix-objcheck" "$path" 2>>"$LOG"); then t_pass; else t_fail "objcheck says '$got'"; fi
 		t_start "$K: prepared source uses kvcalloc/kvfree for page_info"

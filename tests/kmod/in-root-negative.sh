@@ -142,4 +142,21 @@ expect "make validate-patch without KTREE: refused" 2 'needs KTREE=' make -s -C 
 expect "make for a kernel without headers: refused" fail 'no kernel build tree at' make -C "$SRC" KVER=9.9.9-none
 
 dkms remove "$M/$VER" --all >/dev/null 2>&1 || true
+
+# 9. without DKMS: make, make install, make uninstall (positive case)
+t_start "make + make install without DKMS: modprobe resolves to updates/rxe-kvfix"
+if make -s -C "$SRC" KVER="$K" BUILD_DIR=/tmp/nodkms >/tmp/nodkms.log 2>&1 &&
+	make -s -C "$SRC" install KVER="$K" BUILD_DIR=/tmp/nodkms >>/tmp/nodkms.log 2>&1 &&
+	[[ $(modinfo -k "$K" -n rdma_rxe) == "/lib/modules/$K/updates/rxe-kvfix/rdma_rxe.ko" ]] &&
+	[[ $(modinfo -k "$K" -F version rdma_rxe) == "$VER-rxe-kvfix" ]]; then
+	t_pass
+else
+	t_fail "$(tail -n2 /tmp/nodkms.log | tr '\n' ' ') modinfo -n: $(modinfo -k "$K" -n rdma_rxe 2>&1)"
+fi
+t_start "make uninstall: the stock module is resolved again"
+if make -s -C "$SRC" uninstall KVER="$K" >>/tmp/nodkms.log 2>&1 && [[ $(modinfo -k "$K" -n rdma_rxe) == "$STOCK" ]]; then
+	t_pass
+else
+	t_fail "modinfo -n: $(modinfo -k "$K" -n rdma_rxe 2>&1)"
+fi
 exit $((T_FAILS > 0))

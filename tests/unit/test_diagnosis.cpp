@@ -100,6 +100,18 @@ TEST(Diagnosis, ResidentRegionIsNotOutOfMemory) {
   EXPECT_EQ(diagnose(in).cause, "rxe_metadata_order");
 }
 
+TEST(Diagnosis, UnpatchedTestBuildIsTreatedLikeStock) {
+  auto m = classify_module(true, std::string("1.0.0-rxe-kvfix\n"),
+                           "1.0.0 fix=kvcalloc series=unpatched shape=kzalloc_objs source=debian");
+  EXPECT_EQ(m.flavor, "rxe-kvfix-unpatched");
+  auto in = reg(2ull << 30);
+  in.module = m;
+  EXPECT_EQ(diagnose(in).cause, "rxe_metadata_order");
+  auto fixed = classify_module(true, std::string("1.0.0-rxe-kvfix"),
+                               "1.0.0 fix=kvcalloc series=mainline shape=kzalloc_objs source=debian");
+  EXPECT_EQ(fixed.flavor, "rxe-kvfix");
+}
+
 TEST(Diagnosis, DeviceDown) {
   auto in = reg(1ull << 30);
   in.port_active = false;

@@ -350,6 +350,9 @@ int cmd_doctor(bool as_json, const std::string& size_text) {
   if (h.module.flavor == "stock")
     warnings.push_back("the loaded rdma_rxe is stock: MRs above 1 GiB never register, and "
                        "512 MiB-1 GiB depend on fragmentation");
+  if (h.module.flavor == "rxe-kvfix-unpatched")
+    warnings.push_back("the loaded rdma_rxe is an rxe-kvfix test build WITHOUT the fix "
+                       "(RXE_KVFIX_UNPATCHED): it behaves like stock; reinstall rxe-kvfix");
   if (h.module.flavor == "stock" && !h.module.installed.empty())
     warnings.push_back("an rxe-kvfix rdma_rxe is installed (" + h.module.installed +
                        ") but the loaded module is stock: reload it (remove rxe links, "

@@ -19,6 +19,10 @@ ModuleIdentity classify_module(bool loaded, const std::optional<std::string>& sy
   }
   m.version = sysfs_version ? trim(*sysfs_version) : "";
   m.flavor = m.version.find("rxe-kvfix") != std::string::npos ? "rxe-kvfix" : "stock";
+  // built by rxe-kvfix's test mode without the fix (RXE_KVFIX_UNPATCHED):
+  // identifies as ours, behaves like stock
+  if (m.flavor == "rxe-kvfix" && m.installed.find("series=unpatched") != std::string::npos)
+    m.flavor = "rxe-kvfix-unpatched";
   return m;
 }
 
