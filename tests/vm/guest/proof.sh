@@ -14,7 +14,7 @@
 #            ib_write_bw over a 1026 MiB MR must fail; --split 4 (the
 #            workaround) passes and probe puts the boundary at <= 1 GiB
 #   fixed-quick  our module is loaded and 1 GiB + 16 B passes (upgrade scenario)
-#   fixed    our module (resolved by modprobe, checked): 1 GiB, 1 GiB+16 B, 2 GiB
+#   fixed    our module (resolved by modprobe, checked): 1 GiB, 1 GiB+16 B, 1025 MiB, 2 GiB
 #            and 4 GiB pass sampled loops, 1 GiB passes the full-span loop,
 #            ib_write_bw and ib_read_bw pass over 1026 MiB MRs, probe reaches
 #            2 GiB, dmesg clean
@@ -182,7 +182,7 @@ for PHASE in ${PHASES//,/ }; do
 		fi
 		;;
 	fixed)
-		for spec in 1G:0 1G:16 2G:0 4G:0; do
+		for spec in 1G:0 1G:16 1025M:0 2G:0 4G:0; do
 			t_start "$K fixed: ${spec%:*}+${spec#*:} B registers and passes sampled WRITE/READ loops"
 			f=$(rv fixed "${spec%:*}" "${spec#*:}" sampled)
 			if [[ $(cat "$f.rc") == 0 && $(jget "$f" 'r["registered"] and r["result"] == "pass" and r["verified_bytes"] > 0') == true ]]; then
