@@ -4,6 +4,7 @@
 # go to stdout as one line each and, when RXE_RESULTS is set, are appended to
 # that file as TSV (status, suite, name, seconds, reason) for tests/run-all.
 #
+#   t_suite NAME          the suite the following results belong to
 #   t_start NAME          remember the start time of NAME
 #   t_pass [NAME]         ok NAME
 #   t_fail [NAME] REASON  FAIL NAME: REASON
@@ -15,6 +16,7 @@ T_NAME=''
 T_T0=0
 T_FAILS=0
 
+t_suite() { T_SUITE=$1; }
 t_start() { T_NAME=$1; T_T0=$(date +%s.%N); }
 
 t__record() { # STATUS NAME REASON

@@ -22,7 +22,7 @@ shift 2
 
 # shellcheck source=tests/testlib.sh
 . "$SRC/tests/testlib.sh"
-T_SUITE=dkms
+t_suite dkms
 M=rxe-kvfix
 VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
 LOG=/tmp/in-root-dkms.log

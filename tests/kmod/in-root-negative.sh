@@ -13,7 +13,7 @@ usage() { echo "Usage: in-root-negative.sh SRC"; }
 SRC=$1
 # shellcheck source=tests/testlib.sh
 . "$SRC/tests/testlib.sh"
-T_SUITE=kmod-negative
+t_suite kmod-negative
 M=rxe-kvfix
 VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
 PREP=$SRC/kmod/rxe-kvfix-prepare

@@ -12,7 +12,7 @@ usage() { echo "Usage: in-root-validate.sh SRC KERNELRELEASE"; }
 SRC=$1 K=$2
 # shellcheck source=tests/testlib.sh
 . "$SRC/tests/testlib.sh"
-T_SUITE=patches
+t_suite patches
 XY=$(cut -d. -f1,2 <<<"$K")
 
 t_start "$K: full linux-source-$XY tree extracted"

@@ -18,7 +18,7 @@ export RXE_PROG
 . "$REPO/tests/vm/lib.sh"
 # shellcheck source=tests/testlib.sh
 . "$REPO/tests/testlib.sh"
-T_SUITE=kmod-srpm
+t_suite kmod-srpm
 PREP=$REPO/kmod/rxe-kvfix-prepare
 RXE=drivers/infiniband/sw/rxe
 

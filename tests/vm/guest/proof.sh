@@ -35,7 +35,7 @@ PERFTEST_TOOLS=${4:-ib_write_bw ib_read_bw}
 
 # shellcheck source=tests/vm/guest/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-T_SUITE=vm-proof
+t_suite vm-proof
 VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
 PT_SIZE=513M # perftest registers 2 x max(size, page) rounded up: 1026 MiB, 262,656 pages
 

@@ -16,7 +16,7 @@ usage() { echo "Usage: pyverbs.sh KERNELRELEASE"; }
 K=$1
 # shellcheck source=tests/vm/guest/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-T_SUITE=vm-pyverbs
+t_suite vm-pyverbs
 # MR registration/re-registration/memory windows, and the RC RDMA WRITE/READ
 # traffic tests of the extended QP API
 MODULES=(test_mr test_qpex)

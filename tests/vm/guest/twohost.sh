@@ -21,7 +21,7 @@ usage() { echo "Usage: twohost.sh KERNELRELEASE"; }
 K=$1
 # shellcheck source=tests/vm/guest/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-T_SUITE=vm-twohost
+t_suite vm-twohost
 SEED=$SRC/tests/unit/data/nft-seed.conf
 SIZE=1G OFFSET=16
 BOUND=120 # seconds a run may take to notice that RoCEv2 is dropped
