@@ -258,14 +258,7 @@ int cmd_run(const RunOpts& o) {
   bool broken = false;
   for (auto sz : sizes) {
     if (broken) {
-      SizeResult s;
-      s.size = sz;
-      s.offset = cfg.offset;
-      auto md = rxe_metadata(cfg.offset, sz);
-      s.pages = md.pages;
-      s.metadata_bytes = md.bytes;
-      s.metadata_order = md.order;
-      s.mode = to_string(cfg.mode);
+      SizeResult s = planned_result(sz, cfg);
       s.result = "skip";
       s.diagnosis = Diagnosis{"skipped", "not run: the connection failed on an earlier size", ""};
       rep.results.push_back(s);

@@ -163,15 +163,20 @@ bool Engine::transfer(OpCode op, const Transfer& t, std::uint64_t st_off, SizeRe
   return true;
 }
 
-SizeResult Engine::run_size(std::uint64_t size) {
+SizeResult planned_result(std::uint64_t size, const RunConfig& cfg) {
   SizeResult r;
   r.size = size;
-  r.offset = cfg_.offset;
-  MetadataInfo md = rxe_metadata(cfg_.offset, size);
+  r.offset = cfg.offset;
+  MetadataInfo md = rxe_metadata(cfg.offset, size);
   r.pages = md.pages;
   r.metadata_bytes = md.bytes;
   r.metadata_order = md.order;
-  r.mode = to_string(cfg_.mode);
+  r.mode = to_string(cfg.mode);
+  return r;
+}
+
+SizeResult Engine::run_size(std::uint64_t size) {
+  SizeResult r = planned_result(size, cfg_);
   r.passes = cfg_.passes;
   const std::uint64_t mis = cfg_.offset % kPageSize;
   SplitLayout layout = SplitLayout::make(size, mis, cfg_.split);

@@ -112,6 +112,9 @@ std::chrono::milliseconds op_deadline(const RunConfig& c, std::uint64_t len);
 // Supplies the diagnosis inputs that come from the host (captured when a failure occurs).
 using DiagContext = std::function<DiagInput()>;
 
+// A result for SIZE with its metadata arithmetic filled in and nothing run yet.
+SizeResult planned_result(std::uint64_t size, const RunConfig& cfg);
+
 class Engine {
  public:
   Engine(Device& dev, QueuePair& qp, Peer& peer, RunConfig cfg, DiagContext ctx);
