@@ -19,6 +19,8 @@
 #                                  a fresh temp dir; plus proc/sys/dev unless --no-api
 #   rxe_overlay_umount MNT         unmount everything under MNT and delete the temp upper
 #   rxe_mounted_under DIR          list mount points at or below DIR (deepest first)
+#   rxe_copy_checkout ROOT         copy this checkout (no build output, no .git) to
+#                                  ROOT/root/rxe-kvfix, as a user's clone would be
 #
 # shellcheck shell=bash
 
@@ -191,4 +193,10 @@ rxe_overlay_umount() {
         rxe-kvfix-ovl.*) rm -rf --one-file-system "$tmp" ;;
         esac
     fi
+}
+
+rxe_copy_checkout() {
+    mkdir -p "$1/root/rxe-kvfix"
+    tar -C "$RXE_REPO_DIR" --exclude=./build --exclude='./build-*' --exclude=./_build \
+        --exclude=./results --exclude=./.git -cf - . | tar -C "$1/root/rxe-kvfix" -xf -
 }
