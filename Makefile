@@ -6,6 +6,8 @@
 #   make dkms-remove          remove from DKMS (all kernels); stock module returns
 #   make validate-patch KTREE=/path/to/linux [KDIR=...]
 #   make userspace            build rxe-verify (CMake)
+#   make dist                 _build/dist/rxe-kvfix-VERSION.tar.gz of the files git tracks
+#   make rpm / make deb       packages from that tarball into _build/pkg (packaging/README.md)
 #   make demo                 the main job: stock vs fixed, side by side, in a VM
 #   make check                every test (what CI runs)
 #   make check-quick          the day-to-day subset (one kernel)
@@ -38,12 +40,12 @@ PREPARE_ARGS += --srpm $(SRPM)
 endif
 
 .PHONY: all module install uninstall dkms-src dkms-install dkms-remove validate-patch \
-	userspace demo check check-quick clean help
+	userspace dist rpm deb demo check check-quick clean help
 
 all: module
 
 help:
-	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,18p' Makefile | sed 's/^# \{0,1\}//'
 
 module:
 	@if [[ ! -f "$(KDIR)/Makefile" ]]; then \
@@ -96,6 +98,27 @@ validate-patch:
 userspace:
 	cmake -S . -B "$(CMAKE_BUILD_DIR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build "$(CMAKE_BUILD_DIR)" -j"$$(nproc)"
+
+# Source tarball: exactly what git tracks (local junk and build output never ship).
+DIST_DIR ?= $(CURDIR)/_build/dist
+DIST_TARBALL := $(DIST_DIR)/$(PACKAGE)-$(VERSION).tar.gz
+PKG_DIR ?= $(CURDIR)/_build/pkg
+
+dist:
+	@git -C "$(CURDIR)" rev-parse --git-dir >/dev/null 2>&1 || { echo "make: dist needs a git checkout of rxe-kvfix (it ships the files git tracks)" >&2; exit 1; }
+	@mkdir -p "$(DIST_DIR)"
+	@git -C "$(CURDIR)" ls-files -z | (cd "$(CURDIR)" && xargs -0 -r ls -d -- 2>/dev/null | tr '\n' '\0') | \
+		tar -C "$(CURDIR)" --null -T - --sort=name --owner=0 --group=0 --numeric-owner --mode=go-w \
+		--mtime="@$$(git -C "$(CURDIR)" log -1 --format=%ct)" --transform 's,^,$(PACKAGE)-$(VERSION)/,' -cf - | \
+		gzip -n -9 >"$(DIST_TARBALL).tmp"
+	@mv "$(DIST_TARBALL).tmp" "$(DIST_TARBALL)"
+	@echo "make: wrote $(DIST_TARBALL) ($$(tar -tzf "$(DIST_TARBALL)" | grep -vc '/$$') files)"
+
+rpm: dist
+	packaging/build-rpm --out "$(PKG_DIR)/rpm" "$(DIST_TARBALL)"
+
+deb: dist
+	packaging/build-deb --out "$(PKG_DIR)/deb" "$(DIST_TARBALL)"
 
 demo:
 	tests/demo
