@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# in-root-apt.sh: install the rxe-kvfix Debian packages with apt inside a build
+# root (chroot, as root, offline: every dependency is already installed), check
+# what DKMS built for every kernel of the root, then purge them and check that
+# nothing of ours is left.
+#
+#   in-root-apt.sh SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT...
+#
+# SRC: copy of the checkout (for tests/testlib.sh and dkms.conf); SIGNER: the
+# common name the MOK placed for DKMS carries (modinfo -F signer must say it);
+# DEBDIR: holds rxe-kvfix-dkms_*.deb and rxe-verify_*.deb.
+set -euo pipefail
+
+usage() { echo "Usage: in-root-apt.sh SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT..."; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+(($# >= 5)) || { usage >&2; exit 2; }
+SRC=$1 ROOTNAME=$2 SIGNER=$3 DEBDIR=$4
+shift 4
+
+# shellcheck source=tests/testlib.sh
+. "$SRC/tests/testlib.sh"
+t_suite pkg
+M=rxe-kvfix
+VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
+LOG=/tmp/in-root-apt.log
+: >"$LOG"
+export DEBIAN_FRONTEND=noninteractive
+
+resolved() { modinfo -k "$1" -n rdma_rxe 2>/dev/null; }
+ours() { find "/lib/modules/$1/updates" "/lib/modules/$1/extra" -name 'rdma_rxe.ko*' 2>/dev/null; }
+installed() { dpkg-query -W -f '${db:Status-Abbrev}' "$1" 2>/dev/null | grep -q '^[ih]'; }
+fail_with_log() { t_fail "$1 ($(tail -n 3 "$LOG" | tr '\n' ' ' | cut -c1-300))"; }
+
+t_start "$ROOTNAME: apt-get install rxe-kvfix-dkms rxe-verify (offline)"
+debs=("$DEBDIR"/rxe-kvfix-dkms_*.deb "$DEBDIR"/rxe-verify_*.deb)
+if apt-get install -y --no-install-recommends --no-download "${debs[@]}" >>"$LOG" 2>&1 &&
+	installed rxe-kvfix-dkms && installed rxe-verify; then
+	t_pass
+	grep -E '^Building for|^Building initial module|^Error|rxe-kvfix-dkms' "$LOG" | sed 's/^/     /' || true
+else
+	fail_with_log "apt-get install failed"
+	exit 1
+fi
+
+for spec in "$@"; do
+	K=${spec%%:*} E=${spec#*:}
+	case $E in
+	affected-*)
+		path=$(resolved "$K")
+		t_start "$K: modinfo -n resolves to the DKMS module"
+		if [[ $path == "/lib/modules/$K/updates/dkms/rdma_rxe.ko"* ]]; then t_pass; else t_fail "modinfo -n rdma_rxe is '$path' ($(dkms status "$M" 2>&1 | tr '\n' ' '))"; continue; fi
+		t_start "$K: vermagic, and the module identifies itself as rxe-kvfix"
+		vm=$(modinfo -F vermagic "$path" | awk '{print $1}')
+		v=$(modinfo -F version "$path")
+		if [[ $vm == "$K" && $v == "$VER-rxe-kvfix" ]]; then t_pass; else t_fail "vermagic '$vm', version '$v'"; fi
+		t_start "$K: DKMS signed the module with the MOK ($SIGNER)"
+		s=$(modinfo -F signer "$path" 2>/dev/null || true)
+		if [[ $s == "$SIGNER" ]]; then t_pass; else t_fail "modinfo -F signer says '$s'"; fi
+		;;
+	unaffected | fixed)
+		t_start "$K: skipped ($E), with the reason, its own module stays"
+		mklog=/var/lib/dkms/$M/$VER/build/make.log
+		p=$(resolved "$K")
+		if [[ -n $(ours "$K") || $p != "/lib/modules/$K/kernel/"* ]]; then
+			t_fail "a module of ours is installed or modinfo -n is '$p'"
+		elif ! reason=$(grep -h "rxe-kvfix-prepare: kernel $K" "$mklog" | grep -m1 "not affected, skipping\|already allocates"); then
+			t_fail "no skip reason for $K in $mklog"
+		else
+			t_pass
+			echo "     reason shown: $reason"
+		fi
+		;;
+	*) t_fail "$K: matrix" "unknown expectation '$E'" ;;
+	esac
+done
+
+t_start "$ROOTNAME: rxe-verify runs from the package"
+out=$(rxe-verify --help 2>&1) || true
+if ! grep -q 'doctor' <<<"$out"; then
+	t_fail "rxe-verify --help: $(tail -n1 <<<"$out")"
+elif [[ ! -f /usr/share/man/man1/rxe-verify.1.gz ]]; then
+	t_fail "no /usr/share/man/man1/rxe-verify.1.gz"
+else
+	t_pass
+fi
+
+unit=$(find /usr/lib/systemd/system /lib/systemd/system -name rxe-verify-boot.service 2>/dev/null | head -n1)
+wants=''
+if [[ -n $unit ]]; then
+	t_start "$ROOTNAME: rxe-verify-boot.service is enabled"
+	target=$(sed -n 's/^WantedBy=//p' "$unit" | awk '{print $1}')
+	wants=/etc/systemd/system/$target.wants/rxe-verify-boot.service
+	if [[ -n $target && -L $wants ]]; then t_pass; else t_fail "no $wants (WantedBy='$target')"; fi
+else
+	t_skip "$ROOTNAME: rxe-verify-boot.service is enabled" "this source has no rxe-verify-boot unit"
+fi
+
+# a result as the boot check leaves it: purge must remove it too
+mkdir -p /var/lib/rxe-verify/test-release && echo pass >/var/lib/rxe-verify/test-release/verdict
+
+t_start "$ROOTNAME: apt-get purge rxe-kvfix-dkms rxe-verify"
+if apt-get purge -y rxe-kvfix-dkms rxe-verify >>"$LOG" 2>&1; then t_pass; else fail_with_log "apt-get purge failed"; fi
+
+t_start "$ROOTNAME: after purge the stock module resolves for every kernel"
+bad=''
+for spec in "$@"; do
+	K=${spec%%:*}
+	p=$(resolved "$K")
+	[[ $p == "/lib/modules/$K/kernel/drivers/"* && -f $p ]] || bad+=" $K:$p"
+done
+if [[ -z $bad ]]; then t_pass; else t_fail "modinfo -n rdma_rxe:$bad"; fi
+
+t_start "$ROOTNAME: after purge nothing of ours is left"
+left=()
+for f in /usr/src/"$M"-* /var/lib/dkms/"$M" /var/lib/rxe-verify /etc/rxe-verify /usr/libexec/rxe-verify /usr/bin/rxe-verify "$wants"; do
+	[[ ! -e $f && ! -L $f ]] || left+=("$f")
+done
+for spec in "$@"; do
+	mapfile -t -O "${#left[@]}" left < <(ours "${spec%%:*}")
+done
+for p in rxe-kvfix-dkms rxe-verify; do
+	# purged: unknown to dpkg, or at most "pn" (known, not installed)
+	st=$(dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+	[[ -z $st || ${st:1:1} == n ]] || left+=("dpkg:$p=$st")
+done
+if ((${#left[@]} == 0)); then t_pass; else t_fail "left behind: ${left[*]}"; fi
+exit $((T_FAILS > 0))
