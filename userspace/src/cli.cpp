@@ -9,8 +9,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "churn.hpp"
 #include "diagnosis.hpp"
 #include "engine.hpp"
+#include "memfit.hpp"
 #include "oob.hpp"
 #include "plan.hpp"
 #include "progress.hpp"
@@ -28,6 +30,11 @@ struct UsageError {
 
 [[noreturn]] void usage(const std::string& m) { throw UsageError{m}; }
 
+// The environment cannot run the request (exit 3), found before anything was pinned.
+struct NotReadyError {
+  std::string msg;
+};
+
 std::uint64_t need_size(const std::string& what, const std::string& text, bool allow_zero) {
   auto p = parse_size(text);
   if (!p.value) usage(what + ": " + p.error);
@@ -40,11 +47,12 @@ std::uint64_t mem_total() {
   return mi ? mi->total : 0;
 }
 
+// Beyond MemTotal: usage error (2); beyond MemAvailable: not ready (3). Both unless --force.
 void check_ram(const std::string& what, std::uint64_t requested, std::uint64_t bytes, bool force) {
-  std::uint64_t total = mem_total();
-  if (!force && total && bytes > total)
-    usage(what + " " + format_size(requested) + " exceeds physical memory (" + format_size(total) +
-          "); use a smaller size or --force");
+  MemFit f = check_memory_fit(what, requested, bytes,
+                              parse_meminfo(read_file("/proc/meminfo").value_or("")), force);
+  if (f.code == kExitUsage) usage(f.error);
+  if (f.code) throw NotReadyError{f.error};
 }
 
 json module_json(const ModuleIdentity& m) {
@@ -598,6 +606,103 @@ int cmd_probe(const ProbeOpts& o) {
   return kExitPass;
 }
 
+// ---- churn -------------------------------------------------------------------------
+struct ChurnOpts {
+  std::string size, offset = "0", device;
+  unsigned count = 0;
+  int gid_index = -1;
+  std::uint64_t seed = 0;
+  bool traffic = false, json = false, force = false;
+};
+
+int cmd_churn(const ChurnOpts& o) {
+  ChurnConfig cfg;
+  cfg.size = need_size("--size", o.size, false);
+  cfg.offset = need_size("--offset", o.offset, true);
+  if (o.count == 0) usage("--count: must be at least 1");
+  cfg.count = o.count;
+  cfg.traffic = o.traffic;
+  cfg.run.mode = Mode::Sampled;
+  cfg.run.passes = 1;
+  cfg.run.seed = o.seed ? o.seed
+                        : static_cast<std::uint64_t>(
+                              std::chrono::steady_clock::now().time_since_epoch().count()) | 1;
+  const std::uint64_t staging = cfg.traffic ? staging_bytes_for(cfg.run) : 0;
+  check_ram("--size", cfg.size, cfg.size + cfg.offset + staging, o.force);
+
+  ChurnReport rep;
+  rep.kernel = kernel_release();
+  rep.module = probe_module();
+  rep.size = cfg.size;
+  rep.offset = cfg.offset;
+  rep.count = cfg.count;
+  rep.traffic = cfg.traffic;
+  auto env_fail = [&](const std::string& cause, const std::string& summary,
+                      const std::string& remedy, int code) {
+    print_error("churn", summary + (remedy.empty() ? "" : "; " + remedy));
+    rep.error = Diagnosis{cause, summary, remedy};
+    finalize(rep);
+    if (o.json) std::cout << to_json(rep).dump(2) << "\n";
+    return code;
+  };
+  auto prov = make_ibv_provider();
+  std::string err;
+  int code = 0;
+  DeviceChoice dc = resolve_device(*prov, o.device, o.gid_index, err, code);
+  if (dc.name.empty()) {
+    if (code == kExitUsage) usage(err);
+    return env_fail(cause::kNoDevice, err, "", kExitNotReady);
+  }
+  rep.device = dc.name;
+  auto dev = prov->open(dc.name, err);
+  if (!dev) return env_fail(cause::kNoDevice, err, "", kExitNotReady);
+  PortInfo pi = dev->port();
+  DiagContext dctx = make_diag_context(pi.active, false, rep.module);
+  std::unique_ptr<QueuePair> qa, qb;
+  std::unique_ptr<LocalPeer> peer;
+  if (cfg.traffic) {
+    if (!pi.active)
+      return env_fail(cause::kDeviceDown,
+                      "port 1 of " + dc.name + " is " + (pi.state_str.empty() ? "down" : pi.state_str),
+                      "bring its netdev up: `ip link set " +
+                          (dc.info.netdev.empty() ? std::string("<netdev>") : dc.info.netdev) + " up`",
+                      kExitNotReady);
+    QpParams qpp;
+    qpp.gid_index = dc.gid_index;
+    qa = dev->create_qp(qpp, err);
+    if (qa) qb = dev->create_qp(qpp, err);
+    if (!qa || !qb) return env_fail(cause::kUnknown, err, "", kExitNotReady);
+    peer = std::make_unique<LocalPeer>(*dev, staging);
+    if (!peer->ok()) {
+      DiagInput in = dctx();
+      in.stage = Stage::Register;
+      in.err = peer->reg_errno();
+      in.size = staging;
+      auto d = diagnose(in);
+      return env_fail(d.cause, "cannot register the " + format_size(staging) + " staging buffer: " + d.summary,
+                      d.remedy, kExitNotReady);
+    }
+    if (auto e = qa->connect(qb->local_addr()); !e.empty()) return env_fail(cause::kUnknown, e, "", kExitNotReady);
+    if (auto e = qb->connect(qa->local_addr()); !e.empty()) return env_fail(cause::kUnknown, e, "", kExitNotReady);
+  }
+  if (!o.json)
+    std::fprintf(stderr, "rxe-verify: churn %s x %u%s ...\n", format_size(cfg.size).c_str(), cfg.count,
+                 cfg.traffic ? " with traffic" : "");
+  ChurnReport r = run_churn(*dev, qa.get(), peer.get(), cfg, dctx, read_kernel_memory);
+  r.kernel = rep.kernel;
+  r.module = rep.module;
+  r.device = rep.device;
+  int rc = finalize(r);
+  if (r.failure)
+    print_error("churn", (r.failed_iteration ? "iteration " + std::to_string(r.failed_iteration) + " of " +
+                                                   std::to_string(r.count) + ": "
+                                             : std::string()) +
+                             r.failed_stage + " failed [" + r.failure->cause + "]: " + r.failure->summary);
+  if (o.json) std::cout << to_json(r).dump(2) << "\n";
+  else std::cout << to_text(r);
+  return rc;
+}
+
 }  // namespace
 
 std::string choose_device(const std::vector<IbDevice>& sys, const std::vector<std::string>& verbs,
@@ -650,7 +755,7 @@ int cli_main(int argc, char** argv) {
   run->add_option("--timeout", ro.timeout, "deadline per RDMA operation in seconds (default 30 s + 1 s per 4 MiB)");
   run->add_flag("--json", ro.json, "print the report as JSON");
   run->add_flag("--no-progress", ro.no_progress, "no progress bar");
-  run->add_flag("--force", ro.force, "allow sizes beyond physical memory");
+  run->add_flag("--force", ro.force, "allow sizes beyond available memory");
 
   ServeOpts so;
   auto* serve = app.add_subcommand("serve", "serve one two-host run (staging buffer + responder QP)");
@@ -676,7 +781,19 @@ int cli_main(int argc, char** argv) {
   probe->add_option("--offset", po.offset, "start the region this many bytes into a page");
   probe->add_option("-d,--device", po.device, "RDMA device (default: first rxe device)");
   probe->add_flag("--json", po.json, "print JSON");
-  probe->add_flag("--force", po.force, "allow --max beyond physical memory");
+  probe->add_flag("--force", po.force, "allow --max beyond available memory");
+
+  ChurnOpts co;
+  auto* churn = app.add_subcommand("churn", "register and deregister one region many times; time it and watch kernel memory");
+  churn->add_option("-s,--size", co.size, "region size: 1G, 2G, 1G+16")->required();
+  churn->add_option("--offset", co.offset, "start the region this many bytes into a page");
+  churn->add_option("--count", co.count, "registrations (at least 1)")->required();
+  churn->add_flag("--traffic", co.traffic, "a short verified sampled WRITE/READ loop while each registration is live");
+  churn->add_option("--seed", co.seed, "pattern seed for --traffic (default: random)");
+  churn->add_option("-d,--device", co.device, "RDMA device (default: first rxe device)");
+  churn->add_option("-g,--gid-index", co.gid_index, "GID index for --traffic (default: RoCE v2, IPv4-mapped preferred)");
+  churn->add_flag("--json", co.json, "print JSON (every iteration)");
+  churn->add_flag("--force", co.force, "allow sizes beyond available memory");
 
   std::string which = "";
   try {
@@ -693,7 +810,7 @@ int cli_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // Which subcommand was being parsed (for the message and a help hint)?
     std::string sub;
-    for (auto* s : {run, serve, doctor, probe})
+    for (auto* s : {run, serve, doctor, probe, churn})
       if (s->parsed()) sub = s->get_name();
     if (e.get_name() == "CallForHelp") {
       std::cout << (sub.empty() ? app.help() : app.get_subcommand(sub)->help());
@@ -723,9 +840,16 @@ int cli_main(int argc, char** argv) {
       which = "probe";
       return cmd_probe(po);
     }
+    if (churn->parsed()) {
+      which = "churn";
+      return cmd_churn(co);
+    }
   } catch (const UsageError& u) {
     std::fprintf(stderr, "rxe-verify %s: error: %s\n", which.c_str(), u.msg.c_str());
     return kExitUsage;
+  } catch (const NotReadyError& n) {
+    std::fprintf(stderr, "rxe-verify %s: error: %s\n", which.c_str(), n.msg.c_str());
+    return kExitNotReady;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rxe-verify %s: error: %s\n", which.c_str(), e.what());
     return kExitFail;

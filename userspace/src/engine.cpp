@@ -229,7 +229,15 @@ SizeResult Engine::run_size(std::uint64_t size) {
   }
   r.reg_seconds = since(t0);
   r.registered = true;
+  exercise(r, base, layout, mrs);
+  return r;
+}
 
+bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& layout,
+                      const std::vector<std::unique_ptr<MemoryRegion>>& mrs) {
+  const std::uint64_t size = r.size;
+  const std::uint64_t mis = cfg_.offset % kPageSize;
+  r.passes = cfg_.passes;
   std::vector<KeyCandidate> seen;
   for (unsigned pass = 0; pass < cfg_.passes; ++pass) {
     PlanParams pp;
@@ -256,13 +264,13 @@ SizeResult Engine::run_size(std::uint64_t size) {
       for (const auto& t : plan) {
         pattern_fill(base + t.offset, t.offset, t.length, kw);
         std::uint64_t st = st_of(t);
-        if (!transfer(OpCode::Write, t, st, r, base, layout, mrs, r.write)) return r;
+        if (!transfer(OpCode::Write, t, st, r, base, layout, mrs, r.write)) return false;
         VerifyOutcome v = peer_.verify(st, t.offset, t.length, kw, seen, size);
         if (!v.error.empty()) {
           r.result = "fail";
           r.diagnosis = Diagnosis{cause::kNetwork, "peer verification failed: " + v.error,
                                   "check the out-of-band TCP connection to the peer"};
-          return r;
+          return false;
         }
         if (v.mismatch) {
           MismatchReport m{v.mismatch->region_offset, (mis + v.mismatch->region_offset) / kPageSize,
@@ -276,7 +284,7 @@ SizeResult Engine::run_size(std::uint64_t size) {
                              std::to_string(m.offset) + " (page " + std::to_string(m.page) + "), " +
                              std::to_string(m.bad_bytes) + " bad bytes; " + m.explanation;
           fail(r, in);
-          return r;
+          return false;
         }
         r.verified_bytes += t.length;
         done += t.length;
@@ -295,9 +303,9 @@ SizeResult Engine::run_size(std::uint64_t size) {
           r.result = "fail";
           r.diagnosis = Diagnosis{cause::kNetwork, "peer fill failed: " + e,
                                   "check the out-of-band TCP connection to the peer"};
-          return r;
+          return false;
         }
-        if (!transfer(OpCode::Read, t, st, r, base, layout, mrs, r.read)) return r;
+        if (!transfer(OpCode::Read, t, st, r, base, layout, mrs, r.read)) return false;
         auto mm = pattern_verify(base + t.offset, t.offset, t.length, kr);
         if (mm) {
           std::string ex = explain_mismatch(base + t.offset, t.offset, t.length, *mm, kr, seen, size);
@@ -311,7 +319,7 @@ SizeResult Engine::run_size(std::uint64_t size) {
                              std::to_string(m.offset) + " (page " + std::to_string(m.page) + "), " +
                              std::to_string(m.bad_bytes) + " bad bytes; " + ex;
           fail(r, in);
-          return r;
+          return false;
         }
         r.verified_bytes += t.length;
         done += t.length;
@@ -321,7 +329,7 @@ SizeResult Engine::run_size(std::uint64_t size) {
     seen.push_back({kr, "pass " + std::to_string(pass + 1) + " read"});
   }
   r.result = "pass";
-  return r;
+  return true;
 }
 
 }  // namespace rxv

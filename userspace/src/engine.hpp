@@ -119,6 +119,11 @@ class Engine {
  public:
   Engine(Device& dev, QueuePair& qp, Peer& peer, RunConfig cfg, DiagContext ctx);
   SizeResult run_size(std::uint64_t size);
+  // The WRITE/READ passes over a region that is already registered as `mrs` (laid out as
+  // `layout`, r.size bytes at `base`). Fills r's loop figures; false (and r.result
+  // "fail" with a diagnosis) on the first failure, true and r.result "pass" otherwise.
+  bool exercise(SizeResult& r, unsigned char* base, const SplitLayout& layout,
+                const std::vector<std::unique_ptr<MemoryRegion>>& mrs);
 
  private:
   bool transfer(OpCode op, const Transfer& t, std::uint64_t st_off, SizeResult& r,
