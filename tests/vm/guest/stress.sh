@@ -1,0 +1,380 @@
+#!/usr/bin/env bash
+# stress.sh: rxe-kvfix under stress, stock beside fixed, inside a guest booted by
+# tests/vm/vm-run on kernel K with rxe-kvfix installed by DKMS before boot.
+#
+#   stress.sh K [short|full] [PARTS]
+#
+# PARTS (comma list, default frag,churn,concurrency,pressure,lifecycle):
+#   frag         fresh guest, stock module: page-aligned 512 MiB, 640 MiB and 1 GiB
+#                register; 2 GiB never does (one attempt). rxe-fragment (tests/vm/tools/
+#                fragment.c, the FIELD-NOTES recipe) fragments memory and keeps holding
+#                it: stock must fail 640 MiB and 1 GiB (512 MiB reported), diagnosed as
+#                fragmentation; the module is swapped to rxe-kvfix in the same
+#                fragmented state and the same sizes pass verified WRITE/READ
+#   churn        rxe-kvfix: 2 GiB registered/deregistered N times (short and full:
+#                100; full: 1000), 1 GiB with a verified pass between registrations
+#                (short 10, full 20); no failure, MemFree/Slab/VmallocUsed/vmallocinfo
+#                back to baseline within 1 MiB
+#   concurrency  four rxe-verify processes at once on rxe0, each 1 GiB with sampled
+#                verified loops: all pass, dmesg clean (no WARNING/BUG/Oops/oom)
+#   pressure     a region beyond MemAvailable: one-line exit-3 error naming the figures
+#                and --force, nothing pinned; with --force the kernel refuses cleanly:
+#                no oops, a sentinel process survives, OOM victims named
+#   lifecycle    20 cycles of: load rxe-kvfix, add rxe0, register 1 GiB+16 B, deregister,
+#                delete rxe0, unload; no oops, no leak (meminfo/vmallocinfo/slab); then
+#                the stock module loads and registers 1 GiB
+# dmesg is checked after each part. Results: testlib lines (results.tsv), rxe-verify
+# JSON and logs in /results/stress-*.
+set -uo pipefail
+
+usage() { echo "Usage: stress.sh KERNELRELEASE [short|full] [frag,churn,concurrency,pressure,lifecycle]"; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+(($# >= 1)) || { usage >&2; exit 2; }
+K=$1 FORM=${2:-short} PARTS=${3:-frag,churn,concurrency,pressure,lifecycle}
+case $FORM in
+short) N_CHURN=100 N_TRAFFIC=10 ;;
+full) N_CHURN=1000 N_TRAFFIC=20 ;;
+*) usage >&2; exit 2 ;;
+esac
+N_LIFE=20
+MIB=$((1 << 20))
+
+# shellcheck source=tests/vm/guest/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+t_suite vm-stress
+VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
+FRAG=${RXE_FRAGMENT:-/usr/local/bin/rxe-fragment}
+FRAG_PID=''
+
+# shellcheck disable=SC2317  # invoked by trap
+cleanup() {
+	[[ -z $FRAG_PID ]] || kill -TERM "$FRAG_PID" 2>/dev/null || true
+	[[ -z ${SENTINEL_PID:-} ]] || kill "$SENTINEL_PID" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+flavor() { # stock | rxe-kvfix | absent
+	if [[ ! -d /sys/module/rdma_rxe ]]; then echo absent
+	elif [[ $(cat /sys/module/rdma_rxe/version 2>/dev/null) == "$VER-rxe-kvfix" ]]; then echo rxe-kvfix
+	else echo stock; fi
+}
+
+rxe_up() { (rxe_dummy_up rxe0 d0 10.77.0.1/24) >/dev/null 2>&1; }
+rxe_down() {
+	rdma link del rxe0 2>/dev/null || true
+	ip link del d0 2>/dev/null || true
+}
+unload() {
+	rxe_down
+	[[ ! -d /sys/module/rdma_rxe ]] || rmmod rdma_rxe
+}
+load_fixed() { modprobe rdma_rxe && [[ $(flavor) == rxe-kvfix ]]; }
+
+# ch NAME ARGS...: rxe-verify churn -d rxe0 --json ARGS; JSON in OUT/stress-NAME.json;
+# prints the file name; exit status in FILE.rc
+ch() {
+	local name=$1 f rc=0
+	shift
+	f=$OUT/stress-$name.json
+	timeout 1200 "$RV" churn -d rxe0 --json "$@" >"$f" 2>"$f.err" || rc=$?
+	echo "$rc" >"$f.rc"
+	printf '%s\n' "$f"
+}
+cj() { jget "$1" "$2"; } # cj FILE EXPR over the churn JSON (j)
+fig() { # one line of figures from a churn JSON
+	cj "$1" '"reg min/median/max %.3f/%.3f/%.3f s, dereg median %.3f s" % (j["reg_seconds"]["min"], j["reg_seconds"]["median"], j["reg_seconds"]["max"], j["dereg_seconds"]["median"]) if j.get("reg_seconds") else "no registration: " + str((j.get("failure") or {}).get("diagnosis"))'
+}
+kmem_line() { # registered/after deltas in KiB
+	cj "$1" '"; ".join("%s %s: %s" % (w, k, ("%+d KiB" % (v // 1024)) if v is not None else "n/a") for w, d in (("registered", j["kernel_memory"]["registered_minus_baseline"]), ("after", j["kernel_memory"]["after_minus_baseline"])) if d for k, v in d.items())'
+}
+back_to_baseline() { # FILE: every after-minus-baseline figure within 1 MiB
+	[[ $(cj "$1" "all(v is not None and abs(v) <= $MIB for v in j['kernel_memory']['after_minus_baseline'].values())") == true ]]
+}
+
+# dmesg_part NAME [oom-ok]: blktests style, the kernel log of the part just run;
+# oom-ok: OOM reports (with their Call Trace) are allowed, oopses are not
+dmesg_part() {
+	local name=$1 bad
+	dmesg >"$OUT/stress-$name-dmesg.txt"
+	t_start "$K stress $name: dmesg clean"
+	if [[ ${2:-} == oom-ok ]]; then
+		bad=$(grep -E 'BUG:|Oops|general protection|WARNING:|RIP:.*rxe' "$OUT/stress-$name-dmesg.txt" || true)
+	else
+		bad=$(dmesg_bad; grep -iE 'oom|out of memory' "$OUT/stress-$name-dmesg.txt" || true)
+	fi
+	if [[ -z $bad ]]; then t_pass; else t_fail "$(head -n3 <<<"$bad" | tr '\n' ' ' | cut -c1-300)"; fi
+	dmesg -C
+}
+
+kmem_now() { # MemFree Slab VmallocUsed (KiB) and the vmallocinfo sum (KiB)
+	echo "$(awk '/^(MemFree|Slab|VmallocUsed):/ {printf "%s ", $2}' /proc/meminfo)$(awk '$1 ~ /^0x/ {s += $2} END {printf "%d", s / 1024}' /proc/vmallocinfo)"
+}
+
+part_t0=0
+part_begin() { part_t0=$SECONDS; echo "--- stress part $1 ($FORM form), $(date +%T)"; }
+part_end() { echo "     part $1 took $((SECONDS - part_t0)) s"; }
+
+[[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
+modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy || true
+echo "     guest: $(awk '/^MemTotal:/ {print $2 " KiB"}' /proc/meminfo), $(nproc) vCPUs, form $FORM"
+dmesg -C
+
+# --- 1. fragmentation -------------------------------------------------------------
+part_frag() {
+	local s f reg line
+	part_begin frag
+	t_start "$K stress frag: the stock rdma_rxe loads"
+	if load_stock "$K" && rxe_up; then t_pass; else t_fail "stock module or rxe0 did not come up"; return; fi
+	for s in 512M 640M 1G; do
+		f=$(ch "stock-fresh-$s" -s "$s" --count 1)
+		reg=$(cj "$f" 'j["completed"] == 1')
+		echo "     fresh guest, stock, $s page-aligned: registered=$reg ($(fig "$f"))"
+		[[ $s == 512M ]] && continue
+		t_start "$K stock, fresh guest: $s page-aligned registers"
+		if [[ $reg == true ]]; then t_pass; else t_fail "exit $(cat "$f.rc"): $(head -c 300 "$f.err")"; fi
+	done
+	t_start "$K stock: 2 GiB never registers (one attempt; rxe metadata order 11)"
+	f=$(ch stock-2G -s 2G --count 1)
+	if [[ $(cat "$f.rc") == 1 && $(cj "$f" 'j["iterations"][0]["reg_errno"] == 12 and j["failure"]["diagnosis"]["cause"] == "rxe_metadata_order"') == true ]]; then
+		t_pass
+	else
+		t_fail "exit $(cat "$f.rc"): $(cj "$f" 'j.get("failure")') $(head -c 200 "$f.err")"
+	fi
+
+	t_start "$K stress frag: rxe-fragment fragments memory and holds it"
+	if [[ ! -x $FRAG ]]; then
+		t_skip "$FRAG missing (the host could not build tests/vm/tools/fragment.c with gcc -static)"
+		return
+	fi
+	"$FRAG" --leave 120 >"$OUT/stress-fragment.log" 2>&1 &
+	FRAG_PID=$!
+	for _ in $(seq 600); do
+		grep -q 'fragment: ready' "$OUT/stress-fragment.log" && break
+		kill -0 "$FRAG_PID" 2>/dev/null || break
+		sleep 1
+	done
+	if grep -q 'fragment: ready' "$OUT/stress-fragment.log"; then
+		t_pass
+	else
+		t_fail "no 'ready' within 600 s: $(tail -n2 "$OUT/stress-fragment.log" | tr '\n' ' ')"
+		kill -TERM "$FRAG_PID" 2>/dev/null; wait "$FRAG_PID" 2>/dev/null; FRAG_PID=''
+		return
+	fi
+	sed 's/^/     /' "$OUT/stress-fragment.log"
+	echo "     MemAvailable now $(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) KiB"
+	# --force: the point is the kernel's answer, whatever MemAvailable says meanwhile
+	for s in 512M 640M 1G; do
+		f=$(ch "stock-frag-$s" -s "$s" --count 1 --force)
+		echo "     fragmented, stock, $s: $(cj "$f" '"registered" if j["completed"] == 1 else "FAILED errno %s [%s] %s" % (j["iterations"][0]["reg_errno"] if j["iterations"] else "-", (j.get("failure") or {}).get("diagnosis", {}).get("cause"), (j.get("failure") or {}).get("diagnosis", {}).get("summary"))')"
+		[[ $s == 512M ]] && continue # marginal on the memo's host: reported, not asserted
+		t_start "$K stock, fragmented: $s page-aligned fails, diagnosed as fragmentation"
+		if [[ $(cat "$f.rc") == 1 && $(cj "$f" 'j["iterations"][0]["reg_errno"] == 12 and j["failure"]["diagnosis"]["cause"] == "fragmentation"') == true ]]; then
+			t_pass
+		else
+			t_fail "exit $(cat "$f.rc"): $(cj "$f" 'j.get("failure"), j.get("completed")') $(head -c 200 "$f.err")"
+		fi
+	done
+	dmesg >"$OUT/stress-frag-stock-dmesg.txt"
+	line=$(grep -m1 -E 'page allocation failure' "$OUT/stress-frag-stock-dmesg.txt" || true)
+	[[ -z $line ]] || echo "     stock dmesg: $line"
+	t_start "$K stress frag: stock kernel log has no oops"
+	if grep -qE 'BUG:|Oops|general protection' "$OUT/stress-frag-stock-dmesg.txt"; then
+		t_fail "$(grep -m1 -E 'BUG:|Oops|general protection' "$OUT/stress-frag-stock-dmesg.txt")"
+	else
+		t_pass
+	fi
+	dmesg -C
+
+	t_start "$K stress frag: swap stock -> rxe-kvfix while the fragmenter keeps holding"
+	if unload && load_fixed && rxe_up && kill -0 "$FRAG_PID" 2>/dev/null; then
+		t_pass
+	else
+		t_fail "module swap failed (loaded: $(flavor)) or the fragmenter is gone"
+		return
+	fi
+	echo "     buddyinfo now:"
+	sed 's/^/       /' /proc/buddyinfo
+	for s in 512M 640M 1G; do
+		t_start "$K rxe-kvfix, same fragmented state: $s page-aligned registers and passes verified WRITE/READ"
+		f=$(ch "fixed-frag-$s" -s "$s" --count 1 --traffic --force)
+		if [[ $(cat "$f.rc") == 0 && $(cj "$f" 'j["completed"] == 1 and j["iterations"][0]["traffic"]["verified_bytes"] > 0') == true ]]; then
+			t_pass
+			echo "     $(fig "$f"); $(kmem_line "$f")"
+		else
+			t_fail "exit $(cat "$f.rc"): $(cj "$f" 'j.get("failure")') $(head -c 200 "$f.err")"
+		fi
+	done
+	kill -TERM "$FRAG_PID" 2>/dev/null
+	wait "$FRAG_PID" 2>/dev/null
+	FRAG_PID=''
+	t_check "$K stress frag: the fragmenter released everything" grep -q 'buddyinfo released' "$OUT/stress-fragment.log"
+	dmesg_part frag
+	part_end frag
+}
+
+# --- 2. churn ---------------------------------------------------------------------
+part_churn() {
+	local f
+	part_begin churn
+	[[ $(flavor) == rxe-kvfix && -e /sys/class/infiniband/rxe0 ]] || { unload; load_fixed && rxe_up; }
+	t_start "$K rxe-kvfix churn: 2 GiB registered and deregistered $N_CHURN times"
+	f=$(ch fixed-churn-2G -s 2G --count "$N_CHURN")
+	if [[ $(cat "$f.rc") == 0 && $(cj "$f" "j['completed'] == $N_CHURN") == true ]]; then
+		t_pass
+	else
+		t_fail "exit $(cat "$f.rc"): $(cj "$f" 'j.get("completed"), j.get("failure")') $(head -c 200 "$f.err")"
+	fi
+	echo "     2 GiB x $N_CHURN: $(fig "$f")"
+	echo "     $(kmem_line "$f")"
+	t_check "$K rxe-kvfix churn 2 GiB: MemFree, Slab, VmallocUsed, vmallocinfo back to baseline within 1 MiB" back_to_baseline "$f"
+	t_start "$K rxe-kvfix churn: 1 GiB x $N_TRAFFIC with a verified WRITE/READ pass between registrations"
+	f=$(ch fixed-churn-1G-traffic -s 1G --count "$N_TRAFFIC" --traffic)
+	if [[ $(cat "$f.rc") == 0 && $(cj "$f" "j['completed'] == $N_TRAFFIC and all(i['traffic']['result'] == 'pass' for i in j['iterations'])") == true ]]; then
+		t_pass
+	else
+		t_fail "exit $(cat "$f.rc"): $(cj "$f" 'j.get("completed"), j.get("failure")') $(head -c 200 "$f.err")"
+	fi
+	echo "     1 GiB x $N_TRAFFIC with traffic: $(fig "$f")"
+	echo "     $(kmem_line "$f")"
+	t_check "$K rxe-kvfix churn 1 GiB with traffic: kernel memory back to baseline within 1 MiB" back_to_baseline "$f"
+	dmesg_part churn
+	part_end churn
+}
+
+# --- 3. concurrency ---------------------------------------------------------------
+part_concurrency() {
+	local i pids=() rcs=() bad='' t0
+	part_begin concurrency
+	[[ $(flavor) == rxe-kvfix && -e /sys/class/infiniband/rxe0 ]] || { unload; load_fixed && rxe_up; }
+	t_start "$K rxe-kvfix concurrency: four rxe-verify processes, 1 GiB each, verified loops, at once"
+	t0=$SECONDS
+	for i in 1 2 3 4; do
+		timeout 1800 "$RV" run -d rxe0 -s 1G -m sampled --json --no-progress \
+			>"$OUT/stress-concurrent-$i.json" 2>"$OUT/stress-concurrent-$i.err" &
+		pids+=($!)
+	done
+	for i in 0 1 2 3; do
+		rcs[i]=0
+		wait "${pids[i]}" || rcs[i]=$?
+	done
+	for i in 1 2 3 4; do
+		f=$OUT/stress-concurrent-$i.json
+		echo "     process $i: exit ${rcs[i - 1]}, $(jget "$f" '"%s, reg %.3f s, write %.1f MB/s, read %.1f MB/s, %d bytes verified" % (r["result"], r["reg_seconds"], r["write"]["MBps"], r["read"]["MBps"], r["verified_bytes"])')"
+		[[ ${rcs[i - 1]} == 0 && $(jget "$f" 'r["result"] == "pass" and r["verified_bytes"] > 0') == true ]] ||
+			bad+="process $i exit ${rcs[i - 1]} $(head -c 150 "$f.err"); "
+	done
+	if [[ -z $bad ]]; then t_pass; else t_fail "$bad"; fi
+	echo "     four processes together: $((SECONDS - t0)) s"
+	dmesg_part concurrency
+	part_end concurrency
+}
+
+# --- 4. memory pressure -----------------------------------------------------------
+part_pressure() {
+	local avail total size f rc=0 line victims
+	part_begin pressure
+	[[ $(flavor) == rxe-kvfix && -e /sys/class/infiniband/rxe0 ]] || { unload; load_fixed && rxe_up; }
+	avail=$(awk '/^MemAvailable:/ {print $2 * 1024}' /proc/meminfo)
+	total=$(awk '/^MemTotal:/ {print $2 * 1024}' /proc/meminfo)
+	size=$(((avail + 256 * MIB) / MIB))M
+	echo "     MemAvailable $((avail / MIB)) MiB, MemTotal $((total / MIB)) MiB: asking for $size"
+	t_start "$K pressure: $size (beyond MemAvailable) gets a one-line exit-3 error naming the figures and --force, nothing pinned"
+	local before after
+	before=$(kmem_now)
+	f=$(ch pressure-check -s "$size" --count 1)
+	after=$(kmem_now)
+	line=$(cat "$f.err")
+	echo "     $line"
+	if [[ $(cat "$f.rc") == 3 && $(wc -l <"$f.err") == 1 && $line == *MemAvailable* && $line == *--force* && ! -s $f ]]; then
+		t_pass
+	else
+		t_fail "exit $(cat "$f.rc"), stderr '$(head -c 300 "$f.err")', stdout $(wc -c <"$f") bytes"
+	fi
+	echo "     kernel memory KiB (MemFree Slab VmallocUsed vmallocinfo) before: $before, after: $after"
+
+	t_start "$K pressure: with --force the kernel refuses cleanly, the sentinel survives"
+	python3 -c 'import time; b = bytearray(64 << 20); time.sleep(100000)' &
+	SENTINEL_PID=$!
+	sleep 2
+	f=$(ch pressure-force -s "$size" --count 1 --force)
+	rc=$(cat "$f.rc")
+	dmesg >"$OUT/stress-pressure-dmesg.txt"
+	victims=$(sed -n 's/.*Killed process [0-9]* (\([^)]*\)).*/\1/p' "$OUT/stress-pressure-dmesg.txt" | sort | uniq -c | tr -s ' \n' ' ')
+	echo "     rxe-verify --force: exit $rc; $(head -c 200 "$f.err" | tr '\n' ' ')"
+	echo "     OOM victims: ${victims:-none}"
+	if ! kill -0 "$SENTINEL_PID" 2>/dev/null; then
+		t_fail "the sentinel (pid $SENTINEL_PID) was killed; OOM victims: ${victims:-none}"
+	elif grep -qE 'BUG:|Oops|general protection' "$OUT/stress-pressure-dmesg.txt"; then
+		t_fail "oops: $(grep -m1 -E 'BUG:|Oops|general protection' "$OUT/stress-pressure-dmesg.txt")"
+	elif sed -n 's/.*Killed process [0-9]* (\([^)]*\)).*/\1/p' "$OUT/stress-pressure-dmesg.txt" | grep -qvx 'rxe-verify'; then
+		t_fail "an unrelated process was OOM-killed: $victims"
+	elif [[ $rc == 0 ]]; then
+		t_fail "registering $size beyond MemAvailable succeeded?"
+	else
+		t_pass
+	fi
+	kill "$SENTINEL_PID" 2>/dev/null
+	wait "$SENTINEL_PID" 2>/dev/null
+	SENTINEL_PID=''
+	t_check "$K pressure: rxe0 still registers 64 MiB afterwards" bash -c "timeout 300 '$RV' churn -d rxe0 -s 64M --count 1 >/dev/null 2>&1"
+	dmesg_part pressure oom-ok
+	part_end pressure
+}
+
+# --- 5. module lifecycle ----------------------------------------------------------
+part_lifecycle() {
+	local i f base after bad='' t0 d
+	part_begin lifecycle
+	unload
+	echo 1 >/proc/sys/vm/drop_caches
+	base=$(kmem_now)
+	t0=$SECONDS
+	t_start "$K lifecycle: $N_LIFE cycles of load rxe-kvfix, add rxe0, register 1 GiB+16 B, deregister, delete, unload"
+	for ((i = 1; i <= N_LIFE; i++)); do
+		if ! load_fixed; then bad="cycle $i: modprobe (loaded: $(flavor))"; break; fi
+		if ! rxe_up; then bad="cycle $i: rxe0 did not come up"; break; fi
+		f=$(ch "lifecycle-$i" -s 1G+16 --count 1)
+		if [[ $(cat "$f.rc") != 0 ]]; then bad="cycle $i: churn exit $(cat "$f.rc") $(head -c 200 "$f.err")"; break; fi
+		[[ $i == 1 || $i == "$N_LIFE" ]] && echo "     cycle $i: $(fig "$f")"
+		if ! unload; then bad="cycle $i: rmmod rdma_rxe failed"; break; fi
+	done
+	if [[ -z $bad ]]; then t_pass; else t_fail "$bad"; fi
+	echo "     $N_LIFE cycles: $((SECONDS - t0)) s"
+	echo 1 >/proc/sys/vm/drop_caches
+	after=$(kmem_now)
+	echo "     KiB (MemFree Slab VmallocUsed vmallocinfo) before: $base; after: $after"
+	t_start "$K lifecycle: no leak (Slab, VmallocUsed, vmallocinfo within 1 MiB; MemFree within 4 MiB)"
+	# a leak makes Slab/VmallocUsed/vmallocinfo grow and MemFree fall
+	d=$(awk -v a="$base" -v b="$after" 'BEGIN { split(a, x, " "); split(b, y, " ");
+		n = split("MemFree Slab VmallocUsed vmallocinfo", k, " ");
+		for (i = 1; i <= n; i++) { v = y[i] - x[i];
+			if ((i == 1 && v < -4096) || (i > 1 && v > 1024)) printf "%s %+d KiB; ", k[i], v } }')
+	if [[ -z $d ]]; then t_pass; else t_fail "$d"; fi
+	t_start "$K lifecycle: the stock module loads cleanly afterwards and registers 1 GiB"
+	echo 1 >/proc/sys/vm/compact_memory
+	if load_stock "$K" && rxe_up; then
+		f=$(ch stock-after-lifecycle -s 1G --count 1)
+		if [[ $(cat "$f.rc") == 0 ]]; then
+			t_pass
+		else
+			t_fail "exit $(cat "$f.rc"): $(cj "$f" 'j.get("failure")') $(head -c 200 "$f.err")"
+		fi
+	else
+		t_fail "stock module did not load (loaded: $(flavor))"
+	fi
+	dmesg_part lifecycle
+	part_end lifecycle
+}
+
+for p in ${PARTS//,/ }; do
+	case $p in
+	frag) part_frag ;;
+	churn) part_churn ;;
+	concurrency) part_concurrency ;;
+	pressure) part_pressure ;;
+	lifecycle) part_lifecycle ;;
+	*) t_fail "$K stress: part" "unknown part '$p'" ;;
+	esac
+done
+rxe_down
+((T_FAILS == 0))
