@@ -9,6 +9,7 @@
 #   make dist                 _build/dist/rxe-kvfix-VERSION.tar.gz of the files git tracks
 #   make rpm / make deb       packages from that tarball into _build/pkg (packaging/README.md)
 #   make demo                 the main job: stock vs fixed, side by side, in a VM
+#   make bench                benchmarks, stock beside fixed (full form, ~11G guest) -> tests/bench/
 #   make check                every test (what CI runs)
 #   make check-quick          the day-to-day subset (one kernel)
 #
@@ -40,12 +41,12 @@ PREPARE_ARGS += --srpm $(SRPM)
 endif
 
 .PHONY: all module install uninstall dkms-src dkms-install dkms-remove validate-patch \
-	userspace dist rpm deb demo check check-quick clean help
+	userspace dist rpm deb demo bench check check-quick clean help
 
 all: module
 
 help:
-	@sed -n '3,18p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,19p' Makefile | sed 's/^# \{0,1\}//'
 
 module:
 	@if [[ ! -f "$(KDIR)/Makefile" ]]; then \
@@ -122,6 +123,14 @@ deb: dist
 
 demo:
 	tests/demo
+
+# Registration time, bandwidth and kernel memory, stock rdma_rxe beside rxe-kvfix in
+# one VM boot (full form; CI runs the short form): rewrites tests/bench/results.json
+# and tests/bench/RESULTS.md. BENCH_OUT: the raw per-run outputs.
+BENCH_OUT ?= $(CURDIR)/results/bench
+bench:
+	RXE_BENCH_FORM=full RXE_BENCH_PUBLISH="$(CURDIR)/tests/bench" \
+		tests/vm/scenarios --only bench --kernel 7.2.13+deb14-amd64 --out "$(BENCH_OUT)"
 
 check:
 	tests/run-all
