@@ -48,6 +48,10 @@ all: module
 help:
 	@sed -n '3,19p' Makefile | sed 's/^# \{0,1\}//'
 
+# A goal (or prerequisite file) with no rule: one line naming what to do.
+.DEFAULT:
+	@echo "make: no target or file '$@' in rxe-kvfix; run 'make help' for the targets" >&2; exit 2
+
 module:
 	@if [[ ! -f "$(KDIR)/Makefile" ]]; then \
 		echo "make: no kernel build tree at $(KDIR); install the headers of $(KVER) (Debian: apt install linux-headers-$(KVER); Fedora: dnf install kernel-devel-$(KVER)) or pass KDIR=" >&2; exit 1; fi
@@ -64,8 +68,9 @@ install:
 		echo "make: installed; 'modinfo -n rdma_rxe' now resolves to $$(modinfo -k "$(KVER)" -n rdma_rxe)"; fi
 
 uninstall:
+	@[[ -n "$(DESTDIR)" || -d "/lib/modules/$(KVER)" ]] || { echo "make: no kernel $(KVER) in /lib/modules; pass KVER= of an installed kernel (ls /lib/modules)" >&2; exit 1; }
 	rm -f "$(MODDIR)/rdma_rxe.ko"
-	-rmdir "$(MODDIR)" 2>/dev/null
+	rmdir "$(MODDIR)" 2>/dev/null || true
 	@if [[ -z "$(DESTDIR)" ]]; then depmod -a "$(KVER)"; fi
 
 # The DKMS source tree: dkms.conf, kmod/ and patches/ only.
@@ -80,20 +85,23 @@ $(DKMS_SRC): dkms.conf $(wildcard kmod/* patches/*/*.patch)
 
 dkms-src: $(DKMS_SRC)
 
-dkms-install: $(DKMS_SRC)
+# dkms is checked before the source tree is copied to /usr/src, so a host
+# without it is left as it was.
+dkms-install:
 	@command -v dkms >/dev/null || { echo "make: dkms is not installed; apt install dkms (Debian) or dnf install dkms (Fedora)" >&2; exit 1; }
+	@$(MAKE) --no-print-directory dkms-src >/dev/null
 	@if ! dkms status -m $(PACKAGE) -v $(VERSION) | grep -q .; then dkms add -m $(PACKAGE) -v $(VERSION); fi
 	@rc=0; dkms install -m $(PACKAGE) -v $(VERSION) -k "$(KVER)" || rc=$$?; \
 	if [[ $$rc == 77 ]]; then echo "make: DKMS skipped $(KVER): it does not need rxe-kvfix (see /var/lib/dkms/$(PACKAGE)/$(VERSION)/build/make.log)"; exit 0; fi; \
 	exit $$rc
 
 dkms-remove:
-	@command -v dkms >/dev/null || { echo "make: dkms is not installed; nothing to remove" >&2; exit 1; }
+	@command -v dkms >/dev/null || { echo "make: dkms is not installed, so rxe-kvfix is not registered with it; for a non-DKMS install run 'make uninstall'" >&2; exit 1; }
 	@if dkms status -m $(PACKAGE) -v $(VERSION) | grep -q .; then dkms remove -m $(PACKAGE) -v $(VERSION) --all; fi
 	rm -rf "$(DKMS_SRC)"
 
 validate-patch:
-	@[[ -n "$(KTREE)" ]] || { echo "make: validate-patch needs KTREE=/path/to/kernel/tree" >&2; exit 2; }
+	@[[ -n "$(KTREE)" ]] || { echo "make: validate-patch needs KTREE=/path/to/kernel/tree: pass the kernel source tree to check the patches against" >&2; exit 2; }
 	patches/validate $(if $(filter command line environment,$(origin KDIR)),--kdir "$(KDIR)") "$(KTREE)"
 
 userspace:
