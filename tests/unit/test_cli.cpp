@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli.hpp"
+
 namespace {
 struct Out {
   int code;
@@ -54,7 +56,43 @@ INSTANTIATE_TEST_SUITE_P(
                       "run --connect :5", "run --device no-such-dev0 --size 1M",
                       "serve --port 70000", "serve --device no-such-dev0", "probe --budget 0",
                       "probe --granularity 0", "probe --min 2G --max 1G", "doctor --size 0",
-                      "run --timeout -1"));
+                      "run --timeout -1", "run --offset 4096", "probe --offset 5000",
+                      "run --gid-index -2", "serve --gid-index -1", "run --connect 'bad host'",
+                      "run --connect a:b:c", "run --connect 'host;rm:47910'"));
+
+TEST(Cli, UnknownCommandIsNamed) {
+  auto r = run("bogus");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown command 'bogus'; use run, serve, doctor or probe"), std::string::npos)
+      << r.err;
+  auto n = run("");
+  EXPECT_NE(n.err.find("a command is required"), std::string::npos) << n.err;
+}
+
+TEST(Cli, GidIndexMustBeInTheDeviceTable) {
+  rxv::IbDevice d;
+  d.name = "rxe0";
+  std::string err;
+  EXPECT_TRUE(rxv::check_gid_index(d, 7, err)) << "empty table: the device decides";
+  for (int i : {0, 1}) {
+    rxv::GidEntry g;
+    g.index = i;
+    d.gids.push_back(g);
+  }
+  EXPECT_TRUE(rxv::check_gid_index(d, 1, err));
+  EXPECT_FALSE(rxv::check_gid_index(d, 5, err));
+  EXPECT_EQ(err, "--gid-index 5: device rxe0 has no GID 5 (valid: 0, 1); pick one listed by "
+                 "`rxe-verify doctor`");
+}
+
+TEST(Cli, PeerHostSyntax) {
+  std::string err;
+  for (const char* ok : {"10.0.0.2", "peer-1.example", "fe80::1", "fe80::1%eth0", "host_a"})
+    EXPECT_TRUE(rxv::check_peer_host(ok, err)) << ok;
+  for (const char* bad : {"", "bad host", "a:b:c", "h;x", "10.0.0.1/24", "::g"})
+    EXPECT_FALSE(rxv::check_peer_host(bad, err)) << bad;
+  EXPECT_NE(err.find("use a host name or IP address"), std::string::npos) << err;
+}
 
 TEST(Cli, HelpForEverySubcommand) {
   for (const char* s : {"--help", "run --help", "serve --help", "doctor --help", "probe --help"}) {

@@ -1,11 +1,15 @@
 #include "cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <cctype>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -35,9 +39,15 @@ struct NotReadyError {
   std::string msg;
 };
 
+// A size parse error, with what a size looks like unless the parser already said it.
+[[noreturn]] void size_usage(const std::string& what, const std::string& err) {
+  usage(what + ": " + err +
+        (err.find("(use") == std::string::npos ? "; write sizes like 16, 512M, 1G or 1G+16" : ""));
+}
+
 std::uint64_t need_size(const std::string& what, const std::string& text, bool allow_zero) {
   auto p = parse_size(text);
-  if (!p.value) usage(what + ": " + p.error);
+  if (!p.value) size_usage(what, p.error);
   if (!allow_zero && *p.value == 0) usage(what + ": size must be greater than 0");
   return *p.value;
 }
@@ -45,6 +55,22 @@ std::uint64_t need_size(const std::string& what, const std::string& text, bool a
 std::uint64_t mem_total() {
   auto mi = parse_meminfo(read_file("/proc/meminfo").value_or(""));
   return mi ? mi->total : 0;
+}
+
+// --offset places the region inside its first page: 0 .. page size - 1.
+std::uint64_t need_offset(const std::string& text) {
+  std::uint64_t off = need_size("--offset", text, true);
+  if (off >= kPageSize)
+    usage("--offset: " + std::to_string(off) + " is not inside a page; use 0-" +
+          std::to_string(kPageSize - 1) + " (bytes into the first page, e.g. 16)");
+  return off;
+}
+
+// -g/--gid-index given on the command line must be an index, not the "default" sentinel.
+void check_gid_option(bool given, int gid_index) {
+  if (given && gid_index < 0)
+    usage("--gid-index: " + std::to_string(gid_index) +
+          " is negative; use an index listed by `rxe-verify doctor` (or leave it out)");
 }
 
 // Beyond MemTotal: usage error (2); beyond MemAvailable: not ready (3). Both unless --force.
@@ -72,7 +98,10 @@ struct DeviceChoice {
 DeviceChoice resolve_device(Provider& prov, const std::string& wanted, int gid_opt,
                             std::string& err, int& code) {
   DeviceChoice c;
-  auto sys = list_ib_devices();
+  // RXE_VERIFY_SYSFS: another sysfs root for the device and GID tables (tests: a fake
+  // rxe0 makes --device/--gid-index checks reachable on hosts without RDMA devices)
+  const char* sysroot = std::getenv("RXE_VERIFY_SYSFS");
+  auto sys = list_ib_devices(sysroot && *sysroot ? sysroot : "/sys");
   auto verbs = prov.list_devices();
   c.name = choose_device(sys, verbs, wanted, err, code);
   if (c.name.empty()) return c;
@@ -80,6 +109,10 @@ DeviceChoice resolve_device(Provider& prov, const std::string& wanted, int gid_o
     if (d.name == c.name) c.info = d;
   if (gid_opt >= 0) {
     c.gid_index = gid_opt;
+    if (!check_gid_index(c.info, gid_opt, err)) {
+      code = kExitUsage;
+      c.name.clear();
+    }
   } else {
     c.gid_index = select_gid_index(c.info.gids);
     if (c.gid_index < 0) {
@@ -123,6 +156,7 @@ struct RunOpts {
   std::vector<std::string> sizes;
   std::string offset = "0", mode = "sampled", msg_size = "64M", connect, device;
   int gid_index = -1;
+  bool gid_given = false;
   unsigned passes = 0, split = 1;
   std::uint64_t seed = 0;
   double timeout = 0;
@@ -133,21 +167,22 @@ int cmd_run(const RunOpts& o) {
   std::vector<std::uint64_t> sizes;
   for (const auto& s : o.sizes) {
     auto l = parse_size_list(s);
-    if (!l.ok()) usage("--size: " + l.error);
+    if (!l.ok()) size_usage("--size", l.error);
     for (auto v : l.values) {
       if (v == 0) usage("--size: size must be greater than 0");
       sizes.push_back(v);
     }
   }
   if (sizes.empty()) sizes.push_back(1ull << 30);
+  check_gid_option(o.gid_given, o.gid_index);
   RunConfig cfg;
-  cfg.offset = need_size("--offset", o.offset, true);
+  cfg.offset = need_offset(o.offset);
   if (o.mode == "sampled") cfg.mode = Mode::Sampled;
   else if (o.mode == "full") cfg.mode = Mode::Full;
-  else usage("--mode: '" + o.mode + "' is not sampled or full");
+  else usage("--mode: '" + o.mode + "' is not a mode; use sampled or full");
   cfg.msg_size = need_size("--msg-size", o.msg_size, false);
   if (cfg.msg_size > kMaxMsgSize)
-    usage("--msg-size: " + format_size(cfg.msg_size) + " exceeds the 2 GiB rxe max_msg_sz");
+    usage("--msg-size: " + format_size(cfg.msg_size) + " exceeds the 2 GiB rxe max_msg_sz; use at most 2G");
   if (o.split == 0) usage("--split: must be at least 1");
   cfg.passes = o.passes ? o.passes : (cfg.mode == Mode::Full ? 1 : 2);
   cfg.seed = o.seed ? o.seed
@@ -163,7 +198,7 @@ int cmd_run(const RunOpts& o) {
   std::uint16_t port = kDefaultPort;
   if (cfg.two_host) {
     std::string e;
-    if (!parse_host_port(o.connect, host, port, e)) usage("--connect: " + e);
+    if (!parse_host_port(o.connect, host, port, e) || !check_peer_host(host, e)) usage("--connect: " + e);
   }
 
   RunReport rep;
@@ -199,7 +234,10 @@ int cmd_run(const RunOpts& o) {
   rep.device = dc.name;
   rep.gid_index = dc.gid_index;
   auto dev = prov->open(dc.name, err);
-  if (!dev) return env_fail(cause::kNoDevice, err, "", kExitNotReady);
+  if (!dev)
+    return env_fail(cause::kNoDevice, err,
+                    "load ib_uverbs and rdma_rxe and check that `rdma link show` lists " + dc.name,
+                    kExitNotReady);
   PortInfo pi = dev->port();
   if (!pi.active)
     return env_fail(cause::kDeviceDown,
@@ -302,6 +340,7 @@ int cmd_run(const RunOpts& o) {
 struct ServeOpts {
   std::string device, bind;
   int gid_index = -1;
+  bool gid_given = false;
   unsigned port = kDefaultPort;
   double timeout = 300;
   bool forever = false;
@@ -310,6 +349,7 @@ struct ServeOpts {
 int cmd_serve(const ServeOpts& o) {
   if (o.port == 0 || o.port > 65535) usage("--port: must be 1-65535");
   if (o.timeout < 0) usage("--timeout: must not be negative");
+  check_gid_option(o.gid_given, o.gid_index);
   auto prov = make_ibv_provider();
   std::string err;
   int code = 0;
@@ -467,9 +507,11 @@ int cmd_probe(const ProbeOpts& o) {
   std::uint64_t max = o.max.empty() ? std::min<std::uint64_t>(4ull << 30, total / 2 / gran * gran)
                                     : need_size("--max", o.max, false);
   std::uint64_t min = o.min.empty() ? gran : need_size("--min", o.min, false);
-  std::uint64_t offset = need_size("--offset", o.offset, true);
+  std::uint64_t offset = need_offset(o.offset);
   if (o.budget <= 0) usage("--budget: must be greater than 0 seconds");
-  if (min > max) usage("--min " + format_size(min) + " is larger than --max " + format_size(max));
+  if (min > max)
+    usage("--min " + format_size(min) + " is larger than --max " + format_size(max) +
+          "; pass a --min no larger than --max");
   check_ram("--max", max, max + offset, o.force);
 
   json j;
@@ -491,7 +533,8 @@ int cmd_probe(const ProbeOpts& o) {
   j["device"] = dc.name;
   auto dev = prov->open(dc.name, err);
   if (!dev) {
-    print_error("probe", err);
+    print_error("probe", err + "; load ib_uverbs and rdma_rxe and check that `rdma link show` lists " +
+                             dc.name);
     return kExitNotReady;
   }
   MappedBuffer buf(static_cast<std::size_t>(max + offset));
@@ -618,7 +661,7 @@ struct ChurnOpts {
 int cmd_churn(const ChurnOpts& o) {
   ChurnConfig cfg;
   cfg.size = need_size("--size", o.size, false);
-  cfg.offset = need_size("--offset", o.offset, true);
+  cfg.offset = need_offset(o.offset);
   if (o.count == 0) usage("--count: must be at least 1");
   cfg.count = o.count;
   cfg.traffic = o.traffic;
@@ -705,6 +748,36 @@ int cmd_churn(const ChurnOpts& o) {
 
 }  // namespace
 
+bool check_gid_index(const IbDevice& dev, int index, std::string& err) {
+  if (dev.gids.empty()) return true;  // GID table not readable: let the device decide
+  std::string have;
+  for (const auto& g : dev.gids) {
+    if (g.index == index) return true;
+    have += (have.empty() ? "" : ", ") + std::to_string(g.index);
+  }
+  err = "--gid-index " + std::to_string(index) + ": device " + dev.name + " has no GID " +
+        std::to_string(index) + " (valid: " + have + "); pick one listed by `rxe-verify doctor`";
+  return false;
+}
+
+bool check_peer_host(const std::string& host, std::string& err) {
+  bool ok = !host.empty() && host.size() <= 253;
+  for (char ch : host)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_' ||
+          ch == ':' || ch == '%'))
+      ok = false;
+  // a ':' in the host part means an IPv6 address (written without brackets and port)
+  if (ok && host.find(':') != std::string::npos) {
+    in6_addr a6{};
+    std::string addr = host.substr(0, host.find('%'));
+    ok = inet_pton(AF_INET6, addr.c_str(), &a6) == 1;
+  }
+  if (!ok)
+    err = "bad peer address '" + host +
+          "': use a host name or IP address, with an optional :PORT (IPv6: [ADDR]:PORT)";
+  return ok;
+}
+
 std::string choose_device(const std::vector<IbDevice>& sys, const std::vector<std::string>& verbs,
                           const std::string& wanted, std::string& err, int& code) {
   auto in_verbs = [&](const std::string& n) {
@@ -716,7 +789,8 @@ std::string choose_device(const std::vector<IbDevice>& sys, const std::vector<st
     if (!known) {
       std::string avail;
       for (const auto& v : verbs) avail += (avail.empty() ? "" : ", ") + v;
-      err = "unknown device '" + wanted + "' (available: " + (avail.empty() ? "none" : avail) + ")";
+      err = "unknown device '" + wanted + "' (available: " + (avail.empty() ? "none" : avail) +
+            "); name one listed by `rxe-verify doctor`, or leave --device out";
       code = kExitUsage;
       return "";
     }
@@ -798,6 +872,8 @@ int cli_main(int argc, char** argv) {
   std::string which = "";
   try {
     app.parse(argc, argv);
+    ro.gid_given = run->count("--gid-index") > 0;
+    so.gid_given = serve->count("--gid-index") > 0;
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();
     return 0;
@@ -818,6 +894,13 @@ int cli_main(int argc, char** argv) {
     }
     std::string msg = e.what();
     std::replace(msg.begin(), msg.end(), '\n', ' ');
+    if (sub.empty()) {
+      // no subcommand recognised: say which word was wrong and what the commands are
+      std::string first = argc > 1 ? argv[1] : "";
+      msg = first.empty() || first[0] == '-'
+                ? (first.empty() ? "a command is required" : msg) + "; use run, serve, doctor or probe"
+                : "unknown command '" + first + "'; use run, serve, doctor or probe";
+    }
     std::fprintf(stderr, "rxe-verify%s%s: error: %s (see 'rxe-verify %s--help')\n",
                  sub.empty() ? "" : " ", sub.c_str(), msg.c_str(),
                  sub.empty() ? "" : (sub + " ").c_str());

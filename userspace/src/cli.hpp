@@ -16,4 +16,11 @@ std::string choose_device(const std::vector<IbDevice>& sysfs_devs,
                           const std::vector<std::string>& verbs_devs, const std::string& wanted,
                           std::string& err, int& code);
 
+// -g/--gid-index against the device's GID table (non-zero entries from sysfs): false with
+// err naming the valid indexes. An unreadable (empty) table is accepted.
+bool check_gid_index(const IbDevice& dev, int index, std::string& err);
+
+// The host part of --connect: a name or an IP address (IPv6 without brackets once split).
+bool check_peer_host(const std::string& host, std::string& err);
+
 }  // namespace rxv
