@@ -28,7 +28,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 resolved() { modinfo -k "$1" -n rdma_rxe 2>/dev/null; }
 ours() { find "/lib/modules/$1/updates" "/lib/modules/$1/extra" -name 'rdma_rxe.ko*' 2>/dev/null; }
-installed() { dpkg-query -W -f '${db:Status-Abbrev}' "$1" 2>/dev/null | grep -q '^[ih]'; }
+installed() { [[ $(dpkg-query -W -f '${db:Status-Abbrev}' "$1" 2>/dev/null) == [ih]* ]]; }
 fail_with_log() { t_fail "$1 ($(tail -n 3 "$LOG" | tr '\n' ' ' | cut -c1-300))"; }
 
 # offline: every dependency is in the root already, so apt installs exactly
