@@ -12,6 +12,8 @@
 #   RXE_STRESS_FORM=short|full  short (default, CI) or full (more churn iterations)
 #   RXE_STRESS_MEM=SIZE         guest memory (default 6G; at most 8G)
 #   RXE_STRESS_PARTS=LIST       parts of stress.sh (default: all)
+#   RXE_STRESS_TIMEOUT=SECS     VM time limit (default 3600: under TCG on a loaded 2-core
+#                               host every pass over guest memory costs minutes)
 # Uses from tests/vm/scenarios: boot, MNT, OUT, REPO, t_* (tests/testlib.sh).
 
 scenario_stress() {
@@ -29,7 +31,7 @@ scenario_stress() {
 	else
 		t_fail "$(tail -n2 <<<"$out" | tr '\n' ' ')"
 	fi
-	BOOT_MEM=${RXE_STRESS_MEM:-6G} boot "stress-$k" "$k" /root/rxe-kvfix/tests/vm/guest/stress.sh "$k" "$form" \
+	BOOT_MEM=${RXE_STRESS_MEM:-6G} BOOT_ARGS="--timeout ${RXE_STRESS_TIMEOUT:-3600}" boot "stress-$k" "$k" /root/rxe-kvfix/tests/vm/guest/stress.sh "$k" "$form" \
 		"${RXE_STRESS_PARTS:-frag,churn,concurrency,pressure,lifecycle}"
 	rxe_log "stress scenario ($form form) took $((SECONDS - t0)) s"
 }
