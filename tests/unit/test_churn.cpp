@@ -22,7 +22,8 @@ const char* kMeminfo =
 const char* kVmallocinfo =
     "0xffffc90000000000-0xffffc90000005000   20480 irq_init_percpu_irqstack+0x114/0x180 vmap\n"
     "0xffffc90000005000-0xffffc90000007000    8192 acpi_os_map_iomem+0x1ab/0x1e0 phys=0x00000000 ioremap\n"
-    "0xffffc90000400000-0xffffc90000801000 4198400 __kvmalloc_node_noprof+0x6e/0x190 pages=1024 vmalloc vpages N0=1024\n";
+    "0xffffc90000400000-0xffffc90000801000 4198400 __kvmalloc_node_noprof+0x6e/0x190 pages=1024 vmalloc vpages N0=1024\n"
+    "0xffffc90000c00000-0xffffc90001001000 4198400 unpurged vm_area\n";
 
 struct Rig {
   FakeControl ctl;
@@ -65,7 +66,7 @@ TEST(Churn, ParsesKernelMemoryFigures) {
   EXPECT_EQ(k.mem_free, 3500000ull * 1024);
   EXPECT_EQ(k.slab, 61234ull * 1024);
   EXPECT_EQ(k.vmalloc_used, 12345ull * 1024);  // not VmallocTotal
-  EXPECT_EQ(k.vmallocinfo, 20480ull + 8192 + 4198400);
+  EXPECT_EQ(k.vmallocinfo, 20480ull + 8192 + 4198400);  // the unpurged (freed) area not counted
   auto none = parse_kernel_memory("", "");
   EXPECT_FALSE(none.has_meminfo);
   EXPECT_FALSE(none.has_vmallocinfo);

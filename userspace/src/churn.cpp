@@ -63,15 +63,18 @@ KernelMemory parse_kernel_memory(std::string_view meminfo, std::string_view vmal
     }
   }
   k.has_meminfo = free && slab && vm;
-  // "0xffffc90000000000-0xffffc90000005000   20480 func+0x1e/0x30 pages=4 vmalloc"
+  // "0xffffc90000000000-0xffffc90000005000   20480 func+0x1e/0x30 pages=4 vmalloc".
+  // Areas already vfree()d but not yet purged (vmap frees lazily, up to 32 MiB x log2
+  // CPUs) are listed as "... unpurged vm_area": not in use, so not counted.
   bool any = false;
   for (auto line : text_lines(vmallocinfo)) {
     auto w = split_ws(line);
     if (w.size() < 2 || w[0].rfind("0x", 0) != 0) continue;
+    any = true;
+    if (line.find("unpurged") != std::string_view::npos) continue;
     std::uint64_t v = 0;
     if (!to_u64(w[1], v)) continue;
     k.vmallocinfo += v;
-    any = true;
   }
   k.has_vmallocinfo = any;
   return k;
