@@ -111,8 +111,8 @@ dmesg_part() {
 	dmesg -C
 }
 
-kmem_now() { # MemFree Slab VmallocUsed (KiB) and the vmallocinfo sum (KiB)
-	echo "$(awk '/^(MemFree|Slab|VmallocUsed):/ {printf "%s ", $2}' /proc/meminfo)$(awk '$1 ~ /^0x/ {s += $2} END {printf "%d", s / 1024}' /proc/vmallocinfo)"
+kmem_now() { # MemFree Slab VmallocUsed (KiB) and the vmallocinfo sum (KiB, without freed "unpurged" areas)
+	echo "$(awk '/^(MemFree|Slab|VmallocUsed):/ {printf "%s ", $2}' /proc/meminfo)$(awk '$1 ~ /^0x/ && !/unpurged/ {s += $2} END {printf "%d", s / 1024}' /proc/vmallocinfo)"
 }
 
 part_t0=0
