@@ -14,7 +14,7 @@
 #   churn        rxe-kvfix: 2 GiB registered/deregistered N times (short and full:
 #                100; full: 1000), 1 GiB with a verified pass between registrations
 #                (short 10, full 20); no failure, Slab/VmallocUsed/vmallocinfo back to
-#                baseline within 1 MiB, MemFree not more than 1 MiB below it
+#                baseline within 1 MiB, MemFree not more than 4 MiB below it
 #   concurrency  four rxe-verify processes at once on rxe0, each 1 GiB with sampled
 #                verified loops: all pass, dmesg clean (no WARNING/BUG/Oops/oom)
 #   pressure     a region beyond MemAvailable: one-line exit-3 error naming the figures
@@ -87,12 +87,14 @@ fig() { # one line of figures from a churn JSON
 kmem_line() { # registered/after deltas in KiB
 	cj "$1" '"; ".join("%s %s: %s" % (w, k, ("%+d KiB" % (v // 1024)) if v is not None else "n/a") for w, d in (("registered", j["kernel_memory"]["registered_minus_baseline"]), ("after", j["kernel_memory"]["after_minus_baseline"])) if d for k, v in d.items())'
 }
-# back_to_baseline FILE: Slab, VmallocUsed and vmallocinfo within 1 MiB of the baseline,
-# MemFree not more than 1 MiB below it (it grows by itself when caches shrink; a leak
-# makes it fall)
+# back_to_baseline FILE: Slab, VmallocUsed and vmallocinfo (where the page array lives)
+# within 1 MiB of the baseline; MemFree not more than 4 MiB below it: it grows by itself
+# when caches shrink, and pages parked on the per-CPU free lists are not in MemFree
+# (measured: -1.3 MiB after 10 x 1 GiB with traffic, Slab +0.5 MiB). A leaked page
+# array is 4 MiB per GiB per iteration, far above either bound.
 back_to_baseline() {
 	local d=$1 v
-	v=$(cj "$d" "' '.join('%s=%s' % (k, v) for k, v in j['kernel_memory']['after_minus_baseline'].items() if v is None or (v < -$MIB if k == 'mem_free' else abs(v) > $MIB))")
+	v=$(cj "$d" "' '.join('%s=%s' % (k, v) for k, v in j['kernel_memory']['after_minus_baseline'].items() if v is None or (v < -4 * $MIB if k == 'mem_free' else abs(v) > $MIB))")
 	[[ -z $v ]] || { echo "after minus baseline (bytes): $v"; return 1; }
 }
 
@@ -231,7 +233,7 @@ part_churn() {
 	fi
 	echo "     2 GiB x $N_CHURN: $(fig "$f")"
 	echo "     $(kmem_line "$f")"
-	t_check "$K rxe-kvfix churn 2 GiB: kernel memory back to baseline within 1 MiB" back_to_baseline "$f"
+	t_check "$K rxe-kvfix churn 2 GiB: Slab/VmallocUsed/vmallocinfo back to baseline within 1 MiB, MemFree within 4 MiB" back_to_baseline "$f"
 	t_start "$K rxe-kvfix churn: 1 GiB x $N_TRAFFIC with a verified WRITE/READ pass between registrations"
 	f=$(ch fixed-churn-1G-traffic -s 1G --count "$N_TRAFFIC" --traffic)
 	if [[ $(cat "$f.rc") == 0 && $(cj "$f" "j['completed'] == $N_TRAFFIC and all(i['traffic']['result'] == 'pass' for i in j['iterations'])") == true ]]; then
@@ -241,7 +243,7 @@ part_churn() {
 	fi
 	echo "     1 GiB x $N_TRAFFIC with traffic: $(fig "$f")"
 	echo "     $(kmem_line "$f")"
-	t_check "$K rxe-kvfix churn 1 GiB with traffic: kernel memory back to baseline within 1 MiB" back_to_baseline "$f"
+	t_check "$K rxe-kvfix churn 1 GiB with traffic: Slab/VmallocUsed/vmallocinfo back to baseline within 1 MiB, MemFree within 4 MiB" back_to_baseline "$f"
 	dmesg_part churn
 	part_end churn
 }
