@@ -66,7 +66,8 @@ EOF
 		chroot "$MNT" systemctl enable rxe-verify-boot.service rxe-kvfix-test-netdev.service
 	# test only: no login prompts (under TCG the serial getty waits tens of seconds
 	# for dev-ttyS0.device)
-	chroot "$MNT" systemctl mask -q getty.target getty-static.service
+	chroot "$MNT" systemctl mask -q getty.target getty-static.service 2>/dev/null ||
+		rxe_log "systemctl mask getty.target failed in $MNT: the boots keep their gettys"
 
 	local script=/root/rxe-kvfix/tests/vm/guest/systemd.sh
 	BOOT_ARGS=--systemd BOOT_MEM=4G boot "systemd-first-$k" "$k" "$script" "$k" first
