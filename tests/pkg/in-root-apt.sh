@@ -72,7 +72,7 @@ for spec in "$@"; do
 		dkms build "$M/$VER" -k "$K" >>"$LOG" 2>&1 || brc=$?
 		if [[ -n $(ours "$K") || $p != "/lib/modules/$K/kernel/"* ]]; then
 			t_fail "a module of ours is installed or modinfo -n is '$p'"
-		elif ! awk -v h="Building initial module $M/$VER for $K" '$0 == h {f = 1; next} /^Building initial module / {f = 0} f' "$LOG" |
+		elif ! awk -v h="Building initial module $M/$VER for $K" '{sub(/\r$/, "")} $0 == h {f = 1; next} /^Building initial module / {f = 0} f' "$LOG" |
 			grep -c 'bad exit status: 77' >/dev/null; then
 			t_fail "the install did not report a skip (exit 77) for $K"
 		elif ((brc != 77)); then
