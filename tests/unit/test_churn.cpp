@@ -174,3 +174,44 @@ TEST(Churn, CorruptionInTheSecondIterationFailsThere) {
   EXPECT_EQ(rep.iterations.size(), 2u);
   EXPECT_EQ(finalize(rep), kExitFail);
 }
+
+TEST(Churn, RecordsTheFreeBlocksRightBeforeEachRegistration) {
+  Rig r;
+  r.cfg.size = 1ull << 30;  // 262,144 pages: 4 MiB of metadata, order 10
+  r.cfg.count = 2;
+  int reads = 0;
+  std::vector<int> regs_at_read;
+  // the first reading has one free order-10 block in Normal, the second none
+  r.cfg.read_buddyinfo = [&]() -> std::optional<std::string> {
+    regs_at_read.push_back(r.ctl.regs);
+    if (reads++ == 0)
+      return std::string("Node 0, zone      DMA      1 1 1 0 2 1 1 0 1 1 3\n"
+                         "Node 0, zone   Normal   10 9 8 7 6 5 4 3 2 1 1\n");
+    return data("buddyinfo-fragmented.txt");
+  };
+  auto rep = r.run();
+  ASSERT_EQ(rep.iterations.size(), 2u);
+  EXPECT_EQ(regs_at_read, (std::vector<int>{0, 1}));  // read before each ibv_reg_mr, not after
+  ASSERT_TRUE(rep.iterations[0].buddy_before);
+  EXPECT_EQ(rep.iterations[0].buddy_before->order, 10);
+  EXPECT_EQ(rep.iterations[0].buddy_before->free_blocks, 1u);  // DMA's 3 do not count
+  EXPECT_EQ(rep.iterations[0].buddy_before->largest_free_order, 10);
+  ASSERT_TRUE(rep.iterations[1].buddy_before);
+  EXPECT_EQ(rep.iterations[1].buddy_before->free_blocks, 0u);
+  EXPECT_EQ(rep.iterations[1].buddy_before->largest_free_order, 7);
+  auto j = to_json(rep);
+  EXPECT_EQ(j["iterations"][0]["buddyinfo_before"]["free_blocks"], 1);
+  EXPECT_EQ(j["iterations"][1]["buddyinfo_before"]["order"], 10);
+  EXPECT_EQ(j["iterations"][1]["buddyinfo_before"]["zones"][2]["zone"], "Normal");
+  EXPECT_EQ(j["iterations"][1]["buddyinfo_before"]["zones"][2]["free"][0], 51413);
+}
+
+TEST(Churn, NoBuddyinfoReaderOrUnreadableRecordsNothing) {
+  Rig r;
+  r.cfg.count = 1;
+  auto rep = r.run();
+  EXPECT_FALSE(rep.iterations[0].buddy_before);
+  EXPECT_TRUE(to_json(rep)["iterations"][0]["buddyinfo_before"].is_null());
+  r.cfg.read_buddyinfo = []() -> std::optional<std::string> { return std::nullopt; };
+  EXPECT_FALSE(r.run().iterations[0].buddy_before);
+}

@@ -131,6 +131,15 @@ ChurnReport run_churn(Device& dev, QueuePair* qp, Peer* peer, const ChurnConfig&
   for (unsigned i = 1; i <= cfg.count; ++i) {
     ChurnIteration it;
     it.index = i;
+    if (cfg.read_buddyinfo)
+      if (auto text = cfg.read_buddyinfo()) {
+        BuddyBefore b;
+        b.order = md.order;
+        b.zones = parse_buddyinfo(*text);
+        b.free_blocks = free_blocks_at_least(b.zones, md.order);
+        b.largest_free_order = largest_free_order(b.zones);
+        if (!b.zones.empty()) it.buddy_before = std::move(b);
+      }
     auto t0 = std::chrono::steady_clock::now();
     RegResult rr = dev.reg_mr(base, cfg.size);
     it.reg_seconds = since(t0);
@@ -226,6 +235,15 @@ nlohmann::json stats_json(const SecondsStats& s) {
 }
 }  // namespace
 
+nlohmann::json to_json(const BuddyBefore& b) {
+  nlohmann::json zones = nlohmann::json::array();
+  for (const auto& z : b.zones) zones.push_back({{"node", z.node}, {"zone", z.zone}, {"free", z.free}});
+  return {{"order", b.order},
+          {"free_blocks", b.free_blocks},
+          {"largest_free_order", b.largest_free_order},
+          {"zones", zones}};
+}
+
 nlohmann::json to_json(const ChurnReport& r) {
   using nlohmann::json;
   json its = json::array();
@@ -236,7 +254,8 @@ nlohmann::json to_json(const ChurnReport& r) {
               {"reg_errno", it.reg_errno},
               {"reg_seconds", it.reg_seconds},
               {"dereg_seconds", it.registered ? json(it.dereg_seconds) : json(nullptr)},
-              {"traffic", it.traffic ? to_json(*it.traffic) : json(nullptr)}};
+              {"traffic", it.traffic ? to_json(*it.traffic) : json(nullptr)},
+              {"buddyinfo_before", it.buddy_before ? to_json(*it.buddy_before) : json(nullptr)}};
     its.push_back(j);
     if (it.registered) {
       reg.push_back(it.reg_seconds);

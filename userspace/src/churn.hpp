@@ -14,6 +14,7 @@
 
 #include "diagnosis.hpp"
 #include "engine.hpp"
+#include "procfs.hpp"
 #include "report.hpp"
 #include "verbs.hpp"
 
@@ -41,6 +42,18 @@ struct ChurnConfig {
   unsigned count = 1;
   bool traffic = false;
   RunConfig run;  // traffic: sampled mode, one pass; run.seed is varied per iteration
+  // Reads /proc/buddyinfo immediately before each registration (after the region is
+  // allocated and resident), so a caller can tell whether a free block of the metadata's
+  // order existed at that moment. Null: not recorded.
+  std::function<std::optional<std::string>()> read_buddyinfo;
+};
+
+// The free-block state right before one registration (from /proc/buddyinfo).
+struct BuddyBefore {
+  int order = 0;                    // the metadata's allocation order
+  std::uint64_t free_blocks = 0;    // free blocks of order >= `order`, zones other than DMA
+  int largest_free_order = -1;      // in those zones; -1 none
+  std::vector<BuddyZone> zones;     // every zone, as read
 };
 
 struct ChurnIteration {
@@ -49,6 +62,7 @@ struct ChurnIteration {
   int reg_errno = 0;
   double reg_seconds = 0, dereg_seconds = 0;
   std::optional<SizeResult> traffic;  // --traffic: the loop run while registered
+  std::optional<BuddyBefore> buddy_before;  // cfg.read_buddyinfo given and readable
 };
 
 struct ChurnReport {
@@ -75,6 +89,7 @@ ChurnReport run_churn(Device& dev, QueuePair* qp, Peer* peer, const ChurnConfig&
 // Verdict and exit code (0 pass, 1 fail, 3 not ready: memlock/device/environment).
 int finalize(ChurnReport& r);
 nlohmann::json to_json(const KernelMemory& m);
+nlohmann::json to_json(const BuddyBefore& b);
 nlohmann::json to_json(const ChurnReport& r);
 std::string to_text(const ChurnReport& r);
 

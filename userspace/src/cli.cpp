@@ -667,6 +667,7 @@ int cmd_churn(const ChurnOpts& o) {
   cfg.traffic = o.traffic;
   cfg.run.mode = Mode::Sampled;
   cfg.run.passes = 1;
+  cfg.read_buddyinfo = [] { return read_file("/proc/buddyinfo"); };
   cfg.run.seed = o.seed ? o.seed
                         : static_cast<std::uint64_t>(
                               std::chrono::steady_clock::now().time_since_epoch().count()) | 1;

@@ -7,10 +7,15 @@
 # PARTS (comma list, default frag,churn,concurrency,pressure,lifecycle):
 #   frag         fresh guest, stock module: page-aligned 512 MiB, 640 MiB and 1 GiB
 #                register; 2 GiB never does (one attempt). rxe-fragment (tests/vm/tools/
-#                fragment.c, the FIELD-NOTES recipe) fragments memory and keeps holding
-#                it: stock must fail 640 MiB and 1 GiB (512 MiB reported), diagnosed as
-#                fragmentation; the module is swapped to rxe-kvfix in the same
-#                fragmented state and the same sizes pass verified WRITE/READ
+#                fragment.c, the FIELD-NOTES recipe plus settings that keep compaction
+#                from undoing it) fragments memory and keeps holding it. Before every
+#                attempt it takes the free blocks of order >= 9 that appeared, and
+#                rxe-verify records buddyinfo right before ibv_reg_mr: with no free block
+#                of the needed order, stock must fail 640 MiB and 1 GiB (512 MiB
+#                reported) diagnosed as fragmentation, and after the swap rxe-kvfix must
+#                pass the same sizes with verified WRITE/READ; an attempt that still saw
+#                a free block after 3 tries is a SKIP with the figures, and at least one
+#                of 640M/1G must reach the state on each module or the part fails
 #   churn        rxe-kvfix: 2 GiB registered/deregistered N times (short and full:
 #                100; full: 1000), 1 GiB with a verified pass between registrations
 #                (short 10, full 20); no failure, Slab/VmallocUsed/vmallocinfo back to
@@ -127,6 +132,48 @@ echo "     guest: $(awk '/^MemTotal:/ {print $2 " KiB"}' /proc/meminfo), $(nproc
 dmesg -C
 
 # --- 1. fragmentation -------------------------------------------------------------
+FRAG_TRIES=3 FRAG_TOPUPS=0
+# frag_topup: ask the fragmenter (SIGUSR2) to take the free blocks of order >= 9 that
+# appeared since, and wait for its "topup N done" line
+frag_topup() {
+	local n=$((FRAG_TOPUPS + 1))
+	kill -USR2 "$FRAG_PID" 2>/dev/null || return 1
+	for _ in $(seq 600); do
+		if grep -q "^fragment: topup $n done" "$OUT/stress-fragment.log"; then
+			FRAG_TOPUPS=$n
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+# vmstat_delta BEFORE: the reclaim/compaction counters of /proc/vmstat that moved since
+vmstat_delta() {
+	awk 'NR == FNR { b[$1] = $2; next }
+		$1 ~ /^(compact_(stall|fail|success|migrate_scanned|free_scanned|isolated)|allocstall_|pgsteal_direct|pgscan_direct|thp_split_page$|thp_deferred_split_page|pgmigrate_success|kswapd_|drop_|pageoutrun)/ && $2 != b[$1] {
+			printf "%s%s %+d", sep, $1, $2 - b[$1]; sep = ", " }' "$1" /proc/vmstat
+}
+# frag_attempt NAME SIZE [CHURN ARGS]: top up, register SIZE once (churn --count 1
+# --force) and read the free blocks of the metadata's order that buddyinfo showed right
+# before ibv_reg_mr; again while there was one, FRAG_TRIES times at most. Sets FA_FILE
+# (the last JSON), FA_BEFORE (free blocks of order >= the metadata's, '' if unread),
+# FA_TRY ("try N/M") and FA_FIG (the figures of the last try).
+frag_attempt() {
+	local name=$1 size=$2 try
+	shift 2
+	for ((try = 1; try <= FRAG_TRIES; try++)); do
+		frag_topup || echo "     (the fragmenter did not confirm top-up $((FRAG_TOPUPS + 1)))"
+		cp /proc/vmstat "$OUT/stress-$name-try$try.vmstat0"
+		FA_FILE=$(ch "$name-try$try" -s "$size" --count 1 --force "$@")
+		FA_VMSTAT=$(vmstat_delta "$OUT/stress-$name-try$try.vmstat0")
+		FA_BEFORE=$(cj "$FA_FILE" '(j["iterations"][0].get("buddyinfo_before") or {}).get("free_blocks", "")')
+		FA_FIG=$(cj "$FA_FILE" '(lambda b: "free blocks of order >= %d: %d (largest free order %d; %s)" % (b["order"], b["free_blocks"], b["largest_free_order"], ", ".join("%s orders %d-10: %s" % (z["zone"], b["order"] - 1, " ".join(str(x) for x in z["free"][b["order"] - 1:])) for z in b["zones"] if z["zone"] != "DMA")) if b else "no buddyinfo reading")(j["iterations"][0].get("buddyinfo_before"))')
+		FA_TRY="try $try/$FRAG_TRIES"
+		[[ $FA_BEFORE != 0 && $FA_BEFORE =~ ^[0-9]+$ ]] || return 0
+		echo "     $name try $try: $FA_FIG before the registration (vmstat during it: ${FA_VMSTAT:-none moved}): topping up and trying again"
+	done
+	FA_TRY="try $FRAG_TRIES/$FRAG_TRIES"
+}
 part_frag() {
 	local s f reg line
 	part_begin frag
@@ -154,7 +201,7 @@ part_frag() {
 		return
 	fi
 	"$FRAG" --leave 120 >"$OUT/stress-fragment.log" 2>&1 &
-	FRAG_PID=$!
+	FRAG_PID=$! FRAG_TOPUPS=0
 	for _ in $(seq 600); do
 		grep -q 'fragment: ready' "$OUT/stress-fragment.log" && break
 		kill -0 "$FRAG_PID" 2>/dev/null || break
@@ -169,22 +216,33 @@ part_frag() {
 	fi
 	sed 's/^/     /' "$OUT/stress-fragment.log"
 	echo "     MemAvailable now $(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) KiB"
-	# --force: the point is the kernel's answer, whatever MemAvailable says meanwhile
+	# What holds in every state, and which state each attempt was in: rxe-verify reads
+	# /proc/buddyinfo immediately before ibv_reg_mr (the region already resident). With
+	# no free block of the metadata's order, stock must fail (ENOMEM, fragmentation) and
+	# rxe-kvfix must pass; with one, the fragmenter tops up and the attempt is retried,
+	# FRAG_TRIES times at most, then reported as a SKIP with the figures.
+	local s reached_stock=0 reached_fixed=0 before
 	for s in 512M 640M 1G; do
-		f=$(ch "stock-frag-$s" -s "$s" --count 1 --force)
-		echo "     fragmented, stock, $s: $(cj "$f" '"registered" if j["completed"] == 1 else "FAILED errno %s [%s] %s" % (j["iterations"][0]["reg_errno"] if j["iterations"] else "-", (j.get("failure") or {}).get("diagnosis", {}).get("cause"), (j.get("failure") or {}).get("diagnosis", {}).get("summary"))')"
-		[[ $s == 512M ]] && continue # marginal on the memo's host: reported, not asserted
+		frag_attempt "stock-frag-$s" "$s"
+		before=$FA_BEFORE
+		echo "     fragmented, stock, $s: $FA_TRY, $FA_FIG; vmstat during it: ${FA_VMSTAT:-none moved}: $(cj "$FA_FILE" '"registered" if j["completed"] == 1 else "FAILED errno %s [%s] %s" % (j["iterations"][0]["reg_errno"] if j["iterations"] else "-", (j.get("failure") or {}).get("diagnosis", {}).get("cause"), (j.get("failure") or {}).get("diagnosis", {}).get("summary"))')"
+		[[ $s == 512M ]] && continue # order 9: free order-9 blocks may sit on per-CPU lists, unseen by buddyinfo; reported, not asserted
 		t_start "$K stock, fragmented: $s page-aligned fails, diagnosed as fragmentation"
-		if [[ $(cat "$f.rc") == 1 && $(cj "$f" 'j["iterations"][0]["reg_errno"] == 12 and j["failure"]["diagnosis"]["cause"] == "fragmentation"') == true ]]; then
-			t_pass
-		elif [[ $s == 1G && $(cat "$f.rc") == 0 ]]; then
-			# seen uncontended: the 640M failure wakes compaction, which can rebuild an
-			# order-10 block before the next attempt; 640M (the boundary) stays asserted
-			t_skip "registered: compaction after the 640M failure rebuilt an order-10 block (buddyinfo: $(awk '$4 == "Normal" {print "order 9", $(NF - 1) ", order 10", $NF}' /proc/buddyinfo))"
+		if [[ $before == 0 ]]; then
+			if [[ $(cat "$FA_FILE.rc") == 1 && $(cj "$FA_FILE" 'j["iterations"][0]["reg_errno"] == 12 and j["failure"]["diagnosis"]["cause"] == "fragmentation"') == true ]]; then
+				t_pass
+				reached_stock=$((reached_stock + 1))
+			else
+				t_fail "no free block of the needed order before the attempt ($FA_FIG), yet exit $(cat "$FA_FILE.rc"): $(cj "$FA_FILE" 'j.get("failure"), j.get("completed")') $(head -c 200 "$FA_FILE.err")"
+			fi
+		elif [[ $before =~ ^[0-9]+$ ]]; then
+			t_skip "the no-free-block state was not reached in $FRAG_TRIES tries ($FA_FIG before the last; it $(cj "$FA_FILE" '"registered" if j["completed"] == 1 else "failed"')): nothing shown about fragmentation"
 		else
-			t_fail "exit $(cat "$f.rc"): $(cj "$f" 'j.get("failure"), j.get("completed")') $(head -c 200 "$f.err")"
+			t_fail "no buddyinfo reading before the registration: exit $(cat "$FA_FILE.rc"): $(cj "$FA_FILE" 'j.get("failure")') $(head -c 200 "$FA_FILE.err")"
 		fi
 	done
+	t_start "$K stock, fragmented: a page-aligned size <= 1 GiB reached the no-free-block state and failed"
+	if ((reached_stock > 0)); then t_pass; else t_fail "neither 640M nor 1G did (see the figures above): the fragmented state was not reached"; fi
 	dmesg >"$OUT/stress-frag-stock-dmesg.txt"
 	line=$(grep -m1 -E 'page allocation failure' "$OUT/stress-frag-stock-dmesg.txt" || true)
 	[[ -z $line ]] || echo "     stock dmesg: $line"
@@ -203,18 +261,27 @@ part_frag() {
 		t_fail "module swap failed (loaded: $(flavor)) or the fragmenter is gone"
 		return
 	fi
-	echo "     buddyinfo now:"
-	sed 's/^/       /' /proc/buddyinfo
 	for s in 512M 640M 1G; do
 		t_start "$K rxe-kvfix, same fragmented state: $s page-aligned registers and passes verified WRITE/READ"
-		f=$(ch "fixed-frag-$s" -s "$s" --count 1 --traffic --force)
-		if [[ $(cat "$f.rc") == 0 && $(cj "$f" 'j["completed"] == 1 and j["iterations"][0]["traffic"]["verified_bytes"] > 0') == true ]]; then
-			t_pass
-			echo "     $(fig "$f"); $(kmem_line "$f")"
+		frag_attempt "fixed-frag-$s" "$s" --traffic
+		before=$FA_BEFORE
+		echo "     fragmented, rxe-kvfix, $s: $FA_TRY, $FA_FIG; vmstat during it: ${FA_VMSTAT:-none moved}"
+		if [[ $(cat "$FA_FILE.rc") == 0 && $(cj "$FA_FILE" 'j["completed"] == 1 and j["iterations"][0]["traffic"]["verified_bytes"] > 0') == true ]]; then
+			if [[ $before == 0 ]]; then
+				t_pass
+				reached_fixed=$((reached_fixed + 1))
+				echo "     $(fig "$FA_FILE"); $(kmem_line "$FA_FILE")"
+			else
+				t_skip "passed, but the no-free-block state was not reached in $FRAG_TRIES tries ($FA_FIG before the last): nothing shown about fragmentation"
+			fi
 		else
-			t_fail "exit $(cat "$f.rc"): $(cj "$f" 'j.get("failure")') $(head -c 200 "$f.err")"
+			t_fail "exit $(cat "$FA_FILE.rc") ($FA_FIG before it): $(cj "$FA_FILE" 'j.get("failure")') $(head -c 200 "$FA_FILE.err")"
 		fi
 	done
+	t_start "$K rxe-kvfix, same fragmented state: a size reached the no-free-block state and passed"
+	if ((reached_fixed > 0)); then t_pass; else t_fail "no size did (see the figures above): the fragmented state was not reached"; fi
+	echo "     the fragmenter's top-ups:"
+	grep '^fragment: topup' "$OUT/stress-fragment.log" | sed 's/^/       /'
 	kill -TERM "$FRAG_PID" 2>/dev/null
 	wait "$FRAG_PID" 2>/dev/null
 	FRAG_PID=''
