@@ -221,12 +221,13 @@ part_frag() {
 	# no free block of the metadata's order, stock must fail (ENOMEM, fragmentation) and
 	# rxe-kvfix must pass; with one, the fragmenter tops up and the attempt is retried,
 	# FRAG_TRIES times at most, then reported as a SKIP with the figures.
-	local s reached_stock=0 reached_fixed=0 before
+	local s reached_stock=0 reached_fixed=0 before figs=''
 	for s in 512M 640M 1G; do
 		frag_attempt "stock-frag-$s" "$s"
 		before=$FA_BEFORE
 		echo "     fragmented, stock, $s: $FA_TRY, $FA_FIG; vmstat during it: ${FA_VMSTAT:-none moved}: $(cj "$FA_FILE" '"registered" if j["completed"] == 1 else "FAILED errno %s [%s] %s" % (j["iterations"][0]["reg_errno"] if j["iterations"] else "-", (j.get("failure") or {}).get("diagnosis", {}).get("cause"), (j.get("failure") or {}).get("diagnosis", {}).get("summary"))')"
 		[[ $s == 512M ]] && continue # order 9: free order-9 blocks may sit on per-CPU lists, unseen by buddyinfo; reported, not asserted
+		figs+="${figs:+; }$s $FA_TRY: $FA_FIG"
 		t_start "$K stock, fragmented: $s page-aligned fails, diagnosed as fragmentation"
 		if [[ $before == 0 ]]; then
 			if [[ $(cat "$FA_FILE.rc") == 1 && $(cj "$FA_FILE" 'j["iterations"][0]["reg_errno"] == 12 and j["failure"]["diagnosis"]["cause"] == "fragmentation"') == true ]]; then
@@ -242,7 +243,8 @@ part_frag() {
 		fi
 	done
 	t_start "$K stock, fragmented: a page-aligned size <= 1 GiB reached the no-free-block state and failed"
-	if ((reached_stock > 0)); then t_pass; else t_fail "neither 640M nor 1G did (see the figures above): the fragmented state was not reached"; fi
+	if ((reached_stock > 0)); then t_pass; else t_fail "neither 640M nor 1G did, the fragmented state was not reached: $figs"; fi
+	figs=
 	dmesg >"$OUT/stress-frag-stock-dmesg.txt"
 	line=$(grep -m1 -E 'page allocation failure' "$OUT/stress-frag-stock-dmesg.txt" || true)
 	[[ -z $line ]] || echo "     stock dmesg: $line"
@@ -265,6 +267,7 @@ part_frag() {
 		t_start "$K rxe-kvfix, same fragmented state: $s page-aligned registers and passes verified WRITE/READ"
 		frag_attempt "fixed-frag-$s" "$s" --traffic
 		before=$FA_BEFORE
+		figs+="${figs:+; }$s $FA_TRY: $FA_FIG"
 		echo "     fragmented, rxe-kvfix, $s: $FA_TRY, $FA_FIG; vmstat during it: ${FA_VMSTAT:-none moved}"
 		if [[ $(cat "$FA_FILE.rc") == 0 && $(cj "$FA_FILE" 'j["completed"] == 1 and j["iterations"][0]["traffic"]["verified_bytes"] > 0') == true ]]; then
 			if [[ $before == 0 ]]; then
@@ -279,7 +282,7 @@ part_frag() {
 		fi
 	done
 	t_start "$K rxe-kvfix, same fragmented state: a size reached the no-free-block state and passed"
-	if ((reached_fixed > 0)); then t_pass; else t_fail "no size did (see the figures above): the fragmented state was not reached"; fi
+	if ((reached_fixed > 0)); then t_pass; else t_fail "no size did, the fragmented state was not reached: $figs"; fi
 	echo "     the fragmenter's top-ups:"
 	grep '^fragment: topup' "$OUT/stress-fragment.log" | sed 's/^/       /'
 	kill -TERM "$FRAG_PID" 2>/dev/null
