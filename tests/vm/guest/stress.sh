@@ -170,6 +170,7 @@ frag_attempt() {
 		FA_FIG=$(cj "$FA_FILE" '(lambda b: "free blocks of order >= %d: %d (largest free order %d; %s)" % (b["order"], b["free_blocks"], b["largest_free_order"], ", ".join("%s orders %d-10: %s" % (z["zone"], b["order"] - 1, " ".join(str(x) for x in z["free"][b["order"] - 1:])) for z in b["zones"] if z["zone"] != "DMA")) if b else "no buddyinfo reading")(j["iterations"][0].get("buddyinfo_before"))')
 		FA_TRY="try $try/$FRAG_TRIES"
 		[[ $FA_BEFORE != 0 && $FA_BEFORE =~ ^[0-9]+$ ]] || return 0
+		((try < FRAG_TRIES)) || break
 		echo "     $name try $try: $FA_FIG before the registration (vmstat during it: ${FA_VMSTAT:-none moved}): topping up and trying again"
 	done
 	FA_TRY="try $FRAG_TRIES/$FRAG_TRIES"
