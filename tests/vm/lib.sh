@@ -4,18 +4,22 @@
 # Functions (all prefixed rxe_):
 #   rxe_log MSG...                 progress line on stderr
 #   rxe_die CODE MSG...            one-line error on stderr, exit CODE
-#   rxe_cache_dir                  ${RXE_KVFIX_CACHE:-/var/cache/rxe-kvfix}
-#   rxe_matrix_file                kmod/kernels.tsv of this checkout (or $RXE_KVFIX_MATRIX)
+#   rxe_cache_dir                  ${RXE_CACHE:-/var/cache/rxe-kvfix} (tests/harness.conf: cache)
+#   rxe_matrix_file                kmod/kernels.tsv of this checkout (test hook: $RXE_MATRIX)
 #   rxe_matrix_lines [ROOT]        matrix rows (release suite root version expect), one
 #                                  space-separated line each, comments removed
 #   rxe_matrix_row REL             the row of kernel REL (exit 1 if absent)
+#   rxe_matrix_role ROLE [ROOT]    releases whose roles column names ROLE (matrix order)
+#   rxe_matrix_primary             the one kernel with role primary (exit 2 unless one)
+#   rxe_package_version            rxe-kvfix's version (META of this checkout)
 #   rxe_apt_mirror                 main archive URI from the host's apt configuration
 #   rxe_apt_security_mirror        security archive URI (path ending in -security)
 #   rxe_need_host CMD:PKG...       install missing host packages with apt-get (idempotent)
 #   rxe_chroot_api_mount DIR       mount proc, sys, dev (rbind, rslave) under DIR
 #   rxe_chroot_api_umount DIR      undo rxe_chroot_api_mount (reverse order, lazy fallback)
 #   rxe_overlay_mount [--no-api] LOWER MNT
-#                                  overlayfs at MNT: lower=LOWER (read-only), upper/work in
+#                                  overlayfs at MNT: lower=LOWER (read-only; A:B for
+#                                  layer A over root B), upper/work in
 #                                  a fresh temp dir; plus proc/sys/dev unless --no-api
 #   rxe_overlay_umount MNT         unmount everything under MNT and delete the temp upper
 #   rxe_mounted_under DIR          list mount points at or below DIR (deepest first)
@@ -36,14 +40,14 @@ rxe_die() {
     exit "$code"
 }
 
-rxe_cache_dir() { printf '%s\n' "${RXE_KVFIX_CACHE:-/var/cache/rxe-kvfix}"; }
+rxe_cache_dir() { printf '%s\n' "${RXE_CACHE:-/var/cache/rxe-kvfix}"; }
 
-rxe_matrix_file() { printf '%s\n' "${RXE_KVFIX_MATRIX:-$RXE_REPO_DIR/kmod/kernels.tsv}"; }
+rxe_matrix_file() { printf '%s\n' "${RXE_MATRIX:-$RXE_REPO_DIR/kmod/kernels.tsv}"; }
 
 rxe_matrix_lines() {
     local root=${1:-} f
     f=$(rxe_matrix_file)
-    [[ -r "$f" ]] || rxe_die 2 "kernel matrix $f not found; run from a checkout of rxe-kvfix or set RXE_KVFIX_MATRIX"
+    [[ -r "$f" ]] || rxe_die 2 "kernel matrix $f not found; run from a checkout of rxe-kvfix"
     awk -v want="$root" '
         { sub(/#.*/, "") }
         NF >= 5 { if (want == "" || $3 == want) print $1, $2, $3, $4, $5 }
@@ -55,11 +59,36 @@ rxe_matrix_row() {
     rxe_matrix_lines "" | awk -v r="$rel" '$1 == r { print; found = 1 } END { exit !found }'
 }
 
+rxe_matrix_role() {
+    local role=$1 root=${2:-}
+    awk -v role="$role" -v want="$root" '
+        { sub(/#.*/, "") }
+        NF >= 6 && (want == "" || $3 == want) && ("," $6 ",") ~ ("," role ",") { print $1 }
+    ' "$(rxe_matrix_file)"
+}
+
+rxe_matrix_primary() {
+    local p
+    mapfile -t p < <(rxe_matrix_role primary)
+    ((${#p[@]} == 1)) || rxe_die 2 "$(rxe_matrix_file) must give exactly one kernel the role 'primary' (it has ${#p[@]})"
+    printf '%s\n' "${p[0]}"
+}
+
+rxe_package_version() {
+    local v=''
+    if [[ -r $RXE_REPO_DIR/META ]]; then
+        v=$(sed -n 's/^Version:[[:space:]]*//p' "$RXE_REPO_DIR/META")
+    else
+        v=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$RXE_REPO_DIR/dkms.conf")
+    fi
+    [[ -n $v ]] || rxe_die 2 "no version in $RXE_REPO_DIR/META"
+    printf '%s\n' "$v"
+}
+
 # All URIs of enabled deb sources on the host: deb822 "URIs:" lines and one-line
 # "deb [opts] URI suite..." entries. Comments and "Enabled: no" stanzas are ignored.
-# RXE_KVFIX_APT_ETC (default /etc/apt) is for tests.
 rxe__host_apt_uris() {
-    local f etc=${RXE_KVFIX_APT_ETC:-/etc/apt}
+    local f etc=/etc/apt
     for f in "$etc"/sources.list.d/*.sources; do
         [[ -r "$f" ]] || continue
         awk '
@@ -83,24 +112,24 @@ rxe__host_apt_uris() {
 }
 
 rxe_apt_mirror() {
-    if [[ -n "${RXE_KVFIX_MIRROR:-}" ]]; then
-        printf '%s\n' "$RXE_KVFIX_MIRROR"
+    if [[ -n "${RXE_MIRROR:-}" ]]; then
+        printf '%s\n' "$RXE_MIRROR"
         return
     fi
     local u
     u=$(rxe__host_apt_uris | sed 's:/*$::' | grep -E '^(https?|file):' | grep -v -- '-security$' | head -n1) || true
-    [[ -n "$u" ]] || rxe_die 125 "no Debian mirror found in /etc/apt/sources.list{,.d/*.sources}; configure apt or set RXE_KVFIX_MIRROR"
+    [[ -n "$u" ]] || rxe_die 125 "no Debian mirror found in /etc/apt/sources.list{,.d/*.sources}; configure apt or set mirror= in tests/harness.conf"
     printf '%s\n' "$u"
 }
 
 rxe_apt_security_mirror() {
-    if [[ -n "${RXE_KVFIX_SECURITY_MIRROR:-}" ]]; then
-        printf '%s\n' "$RXE_KVFIX_SECURITY_MIRROR"
+    if [[ -n "${RXE_SECURITY_MIRROR:-}" ]]; then
+        printf '%s\n' "$RXE_SECURITY_MIRROR"
         return
     fi
     local u
     u=$(rxe__host_apt_uris | sed 's:/*$::' | grep -E '^(https?|file):' | grep -- '-security$' | head -n1) || true
-    [[ -n "$u" ]] || rxe_die 125 "no security archive URI (path ending in -security) in the host's apt configuration; add one or set RXE_KVFIX_SECURITY_MIRROR"
+    [[ -n "$u" ]] || rxe_die 125 "no security archive URI (path ending in -security) in the host's apt configuration; add one or set security_mirror= in tests/harness.conf"
     printf '%s\n' "$u"
 }
 
@@ -157,13 +186,16 @@ rxe_overlay_mount() {
         api=0
         shift
     fi
-    local lower=$1 mnt=$2 tmpbase tmp
-    [[ -d "$lower" ]] || rxe_die 2 "overlay lower dir $lower does not exist; build it with tests/vm/mkroot"
+    local lower=$1 mnt=$2 tmpbase tmp l
+    # LOWER may be several directories, uppermost first, separated by ':'
+    for l in ${lower//:/ }; do
+        [[ -d "$l" ]] || rxe_die 2 "overlay lower dir $l does not exist; build it with tests/vm/mkroot"
+    done
     [[ -d "$mnt" ]] || mkdir -p "$mnt"
     if mountpoint -q "$mnt"; then
         rxe_die 2 "$mnt is already a mount point; unmount it first (tests/vm/overlay umount $mnt)"
     fi
-    tmpbase=${RXE_KVFIX_OVERLAY_TMP:-${TMPDIR:-/var/tmp}}
+    tmpbase=${RXE_OVERLAY_TMP:-${TMPDIR:-/var/tmp}}
     tmp=$(mktemp -d "$tmpbase/rxe-kvfix-ovl.XXXXXXXX")
     mkdir "$tmp/upper" "$tmp/work"
     if ! mount -t overlay overlay -o "lowerdir=$lower,upperdir=$tmp/upper,workdir=$tmp/work" "$mnt"; then
