@@ -51,3 +51,72 @@ t_check() { # NAME CMD...
 		t_fail "$name" "$(tail -n 3 <<<"$out" | tr '\n' ' ' | cut -c1-400)"
 	fi
 }
+
+# --- the harness configuration (tests/harness.conf) ------------------------------
+#   t_config_load [--config FILE | --set KEY=VALUE]...
+#                         read tests/harness.conf, then tests/harness.local.conf, then
+#                         each --config FILE and --set in order; export every key as
+#                         RXE_<KEY> (upper case). Run under a harness script that has
+#                         already loaded it (RXE_CONFIG_LOADED=1 in the environment), the
+#                         exported values are the starting point instead of the files.
+#                         A malformed line or an unknown key: one line, exit 2.
+T_CONFIG_FILE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/harness.conf
+declare -gA T_CFG=()
+
+t__config_bad() { printf '%s: %s\n' "${RXE_PROG:-harness}" "$*" >&2; exit 2; }
+
+t__config_put() { # ORIGIN KEY VALUE
+	[[ -v T_CFG[$2] ]] || t__config_bad "$1: unknown setting '$2'; use a key of tests/harness.conf"
+	T_CFG[$2]=$3
+}
+
+t__config_read() { # FILE DEFINE(0|1)
+	local file=$1 define=$2 line n=0
+	[[ -r $file ]] || t__config_bad "config file $file is not there or not readable; pass an existing file to --config"
+	while IFS= read -r line || [[ -n $line ]]; do
+		n=$((n + 1))
+		[[ $line =~ ^[[:space:]]*(#.*)?$ ]] && continue
+		[[ $line =~ ^([a-z][a-z0-9_]*)=(.*)$ ]] || t__config_bad "$file:$n: '$line' is not KEY=VALUE; write one KEY=VALUE per line"
+		if ((define)); then
+			T_CFG[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+		else
+			t__config_put "$file:$n" "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+		fi
+	done <"$file"
+}
+
+t_config_load() {
+	local k var
+	t__config_read "$T_CONFIG_FILE" 1
+	if [[ ${RXE_CONFIG_LOADED:-} == 1 ]]; then
+		for k in "${!T_CFG[@]}"; do
+			var=RXE_${k^^}
+			[[ ! -v $var ]] || T_CFG[$k]=${!var}
+		done
+	elif [[ -f ${T_CONFIG_FILE%.conf}.local.conf ]]; then
+		t__config_read "${T_CONFIG_FILE%.conf}.local.conf" 0
+	fi
+	while (($#)); do
+		case $1 in
+		--config) t__config_read "$2" 0 ;;
+		--set)
+			[[ $2 =~ ^([a-z][a-z0-9_]*)=(.*)$ ]] || t__config_bad "--set '$2': pass --set KEY=VALUE"
+			t__config_put "--set" "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+			;;
+		*) t__config_bad "t_config_load: unexpected argument '$1'" ;;
+		esac
+		shift 2
+	done
+	for k in "${!T_CFG[@]}"; do
+		export "RXE_${k^^}=${T_CFG[$k]}"
+	done
+	export RXE_CONFIG_LOADED=1
+}
+
+# t_config_arg OPT VALUE: for an option parser; appends "OPT VALUE" to T_CONFIG_ARGS
+# after checking that VALUE is there (exit 2 otherwise).
+T_CONFIG_ARGS=()
+t_config_arg() {
+	[[ -n ${2+x} ]] || t__config_bad "$1 needs a value (--config FILE, --set KEY=VALUE)"
+	T_CONFIG_ARGS+=("$1" "$2")
+}
