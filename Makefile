@@ -137,8 +137,8 @@ demo:
 # and tests/bench/RESULTS.md. BENCH_OUT: the raw per-run outputs.
 BENCH_OUT ?= $(CURDIR)/results/bench
 bench:
-	RXE_BENCH_FORM=full RXE_BENCH_PUBLISH="$(CURDIR)/tests/bench" \
-		tests/vm/scenarios --only bench --kernel 7.2.13+deb14-amd64 --out "$(BENCH_OUT)"
+	tests/vm/scenarios --only bench --set bench_form=full --set bench_publish="$(CURDIR)/tests/bench" \
+		--out "$(BENCH_OUT)"
 
 check:
 	tests/run-all
