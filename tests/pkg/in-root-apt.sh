@@ -4,15 +4,24 @@
 # what DKMS built for every kernel of the root, then purge them and check that
 # nothing of ours is left.
 #
-#   in-root-apt.sh SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT...
+#   in-root-apt.sh [--phase install|purge|all] SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT...
+#
+# --phase install stops before the purge and --phase purge starts there, so that
+# tests/pkg/run can keep the installed state in between (the VM scenarios start from
+# it: each kernel's module is built by DKMS once per run). Default: all.
 #
 # SRC: copy of the checkout (for tests/testlib.sh and dkms.conf); SIGNER: the
 # common name the MOK placed for DKMS carries (modinfo -F signer must say it);
 # DEBDIR: holds rxe-kvfix-dkms_*.deb and rxe-verify_*.deb.
 set -euo pipefail
 
-usage() { echo "Usage: in-root-apt.sh SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT..."; }
+usage() { echo "Usage: in-root-apt.sh [--phase install|purge|all] SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT..."; }
 [[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+PHASE=all
+if [[ ${1:-} == --phase ]]; then
+	case ${2:-} in install | purge | all) PHASE=$2 ;; *) usage >&2; exit 2 ;; esac
+	shift 2
+fi
 (($# >= 5)) || { usage >&2; exit 2; }
 SRC=$1 ROOTNAME=$2 SIGNER=$3 DEBDIR=$4
 shift 4
@@ -23,7 +32,7 @@ t_suite pkg
 M=rxe-kvfix
 VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
 LOG=/tmp/in-root-apt.log
-: >"$LOG"
+[[ $PHASE == purge ]] || : >"$LOG"
 export DEBIAN_FRONTEND=noninteractive
 
 resolved() { modinfo -k "$1" -n rdma_rxe 2>/dev/null; }
@@ -31,83 +40,90 @@ ours() { find "/lib/modules/$1/updates" "/lib/modules/$1/extra" -name 'rdma_rxe.
 installed() { [[ $(dpkg-query -W -f '${db:Status-Abbrev}' "$1" 2>/dev/null) == [ih]* ]]; }
 fail_with_log() { t_fail "$1 ($(tail -n 3 "$LOG" | tr '\n' ' ' | cut -c1-300))"; }
 
-# offline: every dependency is in the root already, so apt installs exactly
-# our two packages and nothing else (it would have to download anything more)
-t_start "$ROOTNAME: apt-get install rxe-kvfix-dkms rxe-verify (nothing else)"
-debs=("$DEBDIR"/rxe-kvfix-dkms_*.deb "$DEBDIR"/rxe-verify_*.deb)
-if apt-get install -y --no-install-recommends "${debs[@]}" >>"$LOG" 2>&1 &&
-	grep -q '^0 upgraded, 2 newly installed, 0 to remove' "$LOG" &&
-	installed rxe-kvfix-dkms && installed rxe-verify; then
-	t_pass
-	grep -E '^Building for|^Building initial module|^Error|rxe-kvfix-dkms' "$LOG" | sed 's/^/     /' || true
-else
-	fail_with_log "apt-get install failed"
-	exit 1
+if [[ $PHASE != purge ]]; then
+	# offline: every dependency is in the root already, so apt installs exactly
+	# our two packages and nothing else (it would have to download anything more)
+	t_start "$ROOTNAME: apt-get install rxe-kvfix-dkms rxe-verify (nothing else)"
+	debs=("$DEBDIR"/rxe-kvfix-dkms_*.deb "$DEBDIR"/rxe-verify_*.deb)
+	if apt-get install -y --no-install-recommends "${debs[@]}" >>"$LOG" 2>&1 &&
+		grep -q '^0 upgraded, 2 newly installed, 0 to remove' "$LOG" &&
+		installed rxe-kvfix-dkms && installed rxe-verify; then
+		t_pass
+		grep -E '^Building for|^Building initial module|^Error|rxe-kvfix-dkms' "$LOG" | sed 's/^/     /' || true
+	else
+		fail_with_log "apt-get install failed"
+		exit 1
+	fi
+
+	for spec in "$@"; do
+		K=${spec%%:*} E=${spec#*:}
+		case $E in
+		affected-*)
+			path=$(resolved "$K")
+			t_start "$K: modinfo -n resolves to the DKMS module"
+			if [[ $path == "/lib/modules/$K/updates/dkms/rdma_rxe.ko"* ]]; then t_pass; else t_fail "modinfo -n rdma_rxe is '$path' ($(dkms status "$M" 2>&1 | tr '\n' ' '))"; continue; fi
+			t_start "$K: vermagic, and the module identifies itself as rxe-kvfix"
+			vm=$(modinfo -F vermagic "$path" | awk '{print $1}')
+			v=$(modinfo -F version "$path")
+			if [[ $vm == "$K" && $v == "$VER-rxe-kvfix" ]]; then t_pass; else t_fail "vermagic '$vm', version '$v'"; fi
+			t_start "$K: DKMS signed the module with the MOK ($SIGNER)"
+			s=$(modinfo -F signer "$path" 2>/dev/null || true)
+			if [[ $s == "$SIGNER" ]]; then t_pass; else t_fail "modinfo -F signer says '$s'"; fi
+			;;
+		unaffected | fixed)
+			# the package's postinst builds every kernel in turn: DKMS reports the
+			# skip (PRE_BUILD exit 77) and the install goes on; the reason is in
+			# make.log of that build, which the next kernel's build replaces, so
+			# it is read back the way a user would: dkms build -k K again
+			t_start "$K: skipped ($E), with the reason, its own module stays"
+			mklog=/var/lib/dkms/$M/$VER/build/make.log
+			p=$(resolved "$K")
+			brc=0
+			dkms build "$M/$VER" -k "$K" >>"$LOG" 2>&1 || brc=$?
+			if [[ -n $(ours "$K") || $p != "/lib/modules/$K/kernel/"* ]]; then
+				t_fail "a module of ours is installed or modinfo -n is '$p'"
+			elif ! awk -v h="Building initial module $M/$VER for $K" '{sub(/\r$/, "")} $0 == h {f = 1; next} /^Building initial module / {f = 0} f' "$LOG" |
+				grep -c 'bad exit status: 77' >/dev/null; then
+				t_fail "the install did not report a skip (exit 77) for $K"
+			elif ((brc != 77)); then
+				t_fail "dkms build -k $K exited $brc, not 77"
+			elif ! reason=$(grep -h "rxe-kvfix-prepare: kernel $K" "$mklog" | grep -m1 "not affected, skipping\|already allocates"); then
+				t_fail "no skip reason for $K in $mklog"
+			else
+				t_pass
+				echo "     reason shown: $reason"
+			fi
+			;;
+		*) t_fail "$K: matrix" "unknown expectation '$E'" ;;
+		esac
+	done
+
+	t_start "$ROOTNAME: rxe-verify runs from the package"
+	out=$(rxe-verify --help 2>&1) || true
+	if ! grep -q 'doctor' <<<"$out"; then
+		t_fail "rxe-verify --help: $(tail -n1 <<<"$out")"
+	elif [[ ! -f /usr/share/man/man1/rxe-verify.1.gz ]]; then
+		t_fail "no /usr/share/man/man1/rxe-verify.1.gz"
+	else
+		t_pass
+	fi
+
+	unit=$(find /usr/lib/systemd/system /lib/systemd/system -name rxe-verify-boot.service 2>/dev/null | head -n1)
+	wants=''
+	if [[ -n $unit ]]; then
+		t_start "$ROOTNAME: rxe-verify-boot.service is enabled"
+		target=$(sed -n 's/^WantedBy=//p' "$unit" | awk '{print $1}')
+		wants=/etc/systemd/system/$target.wants/rxe-verify-boot.service
+		if [[ -n $target && -L $wants ]]; then t_pass; else t_fail "no $wants (WantedBy='$target')"; fi
+	else
+		t_skip "$ROOTNAME: rxe-verify-boot.service is enabled" "this source has no rxe-verify-boot unit"
+	fi
+
 fi
-
-for spec in "$@"; do
-	K=${spec%%:*} E=${spec#*:}
-	case $E in
-	affected-*)
-		path=$(resolved "$K")
-		t_start "$K: modinfo -n resolves to the DKMS module"
-		if [[ $path == "/lib/modules/$K/updates/dkms/rdma_rxe.ko"* ]]; then t_pass; else t_fail "modinfo -n rdma_rxe is '$path' ($(dkms status "$M" 2>&1 | tr '\n' ' '))"; continue; fi
-		t_start "$K: vermagic, and the module identifies itself as rxe-kvfix"
-		vm=$(modinfo -F vermagic "$path" | awk '{print $1}')
-		v=$(modinfo -F version "$path")
-		if [[ $vm == "$K" && $v == "$VER-rxe-kvfix" ]]; then t_pass; else t_fail "vermagic '$vm', version '$v'"; fi
-		t_start "$K: DKMS signed the module with the MOK ($SIGNER)"
-		s=$(modinfo -F signer "$path" 2>/dev/null || true)
-		if [[ $s == "$SIGNER" ]]; then t_pass; else t_fail "modinfo -F signer says '$s'"; fi
-		;;
-	unaffected | fixed)
-		# the package's postinst builds every kernel in turn: DKMS reports the
-		# skip (PRE_BUILD exit 77) and the install goes on; the reason is in
-		# make.log of that build, which the next kernel's build replaces, so
-		# it is read back the way a user would: dkms build -k K again
-		t_start "$K: skipped ($E), with the reason, its own module stays"
-		mklog=/var/lib/dkms/$M/$VER/build/make.log
-		p=$(resolved "$K")
-		brc=0
-		dkms build "$M/$VER" -k "$K" >>"$LOG" 2>&1 || brc=$?
-		if [[ -n $(ours "$K") || $p != "/lib/modules/$K/kernel/"* ]]; then
-			t_fail "a module of ours is installed or modinfo -n is '$p'"
-		elif ! awk -v h="Building initial module $M/$VER for $K" '{sub(/\r$/, "")} $0 == h {f = 1; next} /^Building initial module / {f = 0} f' "$LOG" |
-			grep -c 'bad exit status: 77' >/dev/null; then
-			t_fail "the install did not report a skip (exit 77) for $K"
-		elif ((brc != 77)); then
-			t_fail "dkms build -k $K exited $brc, not 77"
-		elif ! reason=$(grep -h "rxe-kvfix-prepare: kernel $K" "$mklog" | grep -m1 "not affected, skipping\|already allocates"); then
-			t_fail "no skip reason for $K in $mklog"
-		else
-			t_pass
-			echo "     reason shown: $reason"
-		fi
-		;;
-	*) t_fail "$K: matrix" "unknown expectation '$E'" ;;
-	esac
-done
-
-t_start "$ROOTNAME: rxe-verify runs from the package"
-out=$(rxe-verify --help 2>&1) || true
-if ! grep -q 'doctor' <<<"$out"; then
-	t_fail "rxe-verify --help: $(tail -n1 <<<"$out")"
-elif [[ ! -f /usr/share/man/man1/rxe-verify.1.gz ]]; then
-	t_fail "no /usr/share/man/man1/rxe-verify.1.gz"
-else
-	t_pass
-fi
-
+[[ $PHASE != install ]] || exit $((T_FAILS > 0))
 unit=$(find /usr/lib/systemd/system /lib/systemd/system -name rxe-verify-boot.service 2>/dev/null | head -n1)
 wants=''
-if [[ -n $unit ]]; then
-	t_start "$ROOTNAME: rxe-verify-boot.service is enabled"
-	target=$(sed -n 's/^WantedBy=//p' "$unit" | awk '{print $1}')
-	wants=/etc/systemd/system/$target.wants/rxe-verify-boot.service
-	if [[ -n $target && -L $wants ]]; then t_pass; else t_fail "no $wants (WantedBy='$target')"; fi
-else
-	t_skip "$ROOTNAME: rxe-verify-boot.service is enabled" "this source has no rxe-verify-boot unit"
-fi
+[[ -z $unit ]] || wants=/etc/systemd/system/$(sed -n 's/^WantedBy=//p' "$unit" | awk '{print $1}').wants/rxe-verify-boot.service
 
 # a result as the boot check leaves it: purge must remove it too
 mkdir -p /var/lib/rxe-verify/test-release && echo pass >/var/lib/rxe-verify/test-release/verdict
