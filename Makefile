@@ -78,6 +78,13 @@ uninstall:
 	rmdir "$(MODDIR)" 2>/dev/null || true
 	@if [[ -z "$(DESTDIR)" ]]; then depmod -a "$(KVER)"; fi
 
+# dkms.conf is generated (not tracked): dkms.conf.in with META's Version.
+# It stays in the checkout too, where dh_dkms reads it (debian/*.dkms).
+dkms.conf: dkms.conf.in META
+	sed 's/@VERSION@/$(VERSION)/g' $< >$@.tmp
+	@! grep -n '@[A-Z_]*@' $@.tmp || { echo "make: $@: placeholders left unset (above)" >&2; rm -f $@.tmp; exit 1; }
+	mv $@.tmp $@
+
 # The DKMS source tree: dkms.conf, META (kmod/rxe-kvfix-prepare reads the
 # version from it), kmod/ and patches/ only.
 $(DKMS_SRC): dkms.conf META $(wildcard kmod/* patches/*/*.patch)
@@ -153,4 +160,4 @@ check-quick:
 	tests/run-all --quick
 
 clean:
-	rm -rf _build "$(CMAKE_BUILD_DIR)"
+	rm -rf _build "$(CMAKE_BUILD_DIR)" dkms.conf
