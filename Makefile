@@ -20,8 +20,13 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
-PACKAGE := rxe-kvfix
-VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
+# META holds the name and version; everything else is derived from it.
+meta = $(shell sed -n 's/^$(1):[[:space:]]*\([^[:space:]]*\).*/\1/p' "$(CURDIR)/META" 2>/dev/null | head -n1)
+PACKAGE := $(call meta,Name)
+VERSION := $(call meta,Version)
+ifeq ($(and $(PACKAGE),$(VERSION)),)
+$(error no Name: or Version: in $(CURDIR)/META; restore it from git (git checkout META))
+endif
 KVER ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KVER)/build
 BUILD_DIR ?= $(CURDIR)/_build/$(KVER)
@@ -73,11 +78,19 @@ uninstall:
 	rmdir "$(MODDIR)" 2>/dev/null || true
 	@if [[ -z "$(DESTDIR)" ]]; then depmod -a "$(KVER)"; fi
 
-# The DKMS source tree: dkms.conf, kmod/ and patches/ only.
-$(DKMS_SRC): dkms.conf $(wildcard kmod/* patches/*/*.patch)
+# dkms.conf is generated (not tracked): dkms.conf.in with META's Version.
+# It stays in the checkout too, where dh_dkms reads it (debian/*.dkms).
+dkms.conf: dkms.conf.in META
+	sed 's/@VERSION@/$(VERSION)/g' $< >$@.tmp
+	@! grep -n '@[A-Z_]*@' $@.tmp || { echo "make: $@: placeholders left unset (above)" >&2; rm -f $@.tmp; exit 1; }
+	mv $@.tmp $@
+
+# The DKMS source tree: dkms.conf, META (kmod/rxe-kvfix-prepare reads the
+# version from it), kmod/ and patches/ only.
+$(DKMS_SRC): dkms.conf META $(wildcard kmod/* patches/*/*.patch)
 	rm -rf "$(DKMS_SRC)"
 	install -d "$(DKMS_SRC)/kmod" "$(DKMS_SRC)/patches/mainline" "$(DKMS_SRC)/patches/stable"
-	install -m 0644 dkms.conf "$(DKMS_SRC)/"
+	install -m 0644 dkms.conf META "$(DKMS_SRC)/"
 	install -m 0755 kmod/rxe-kvfix-prepare kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck "$(DKMS_SRC)/kmod/"
 	install -m 0644 kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/kernels.tsv "$(DKMS_SRC)/kmod/"
 	install -m 0644 patches/mainline/*.patch "$(DKMS_SRC)/patches/mainline/"
@@ -147,4 +160,4 @@ check-quick:
 	tests/run-all --quick
 
 clean:
-	rm -rf _build "$(CMAKE_BUILD_DIR)"
+	rm -rf _build "$(CMAKE_BUILD_DIR)" dkms.conf

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # rxe-kvfix-lib.sh: content checks shared by kmod/rxe-kvfix-prepare and
-# patches/validate. Sourced, not executed.
+# patches/validate, and the reader of META. Sourced, not executed.
 
 # Prints one of the classification tokens for an rxe_mr.c.
 classify() { # FILE
@@ -45,3 +45,26 @@ series_for_class() { # CLASS
 	*) echo "" ;;
 	esac
 }
+
+# rxe_kvfix_meta FIELD [FILE]: the value of FIELD (Name, Version, Release) in
+# META, the one file that says rxe-kvfix's version. FILE defaults to the META
+# beside this library's kmod/: the checkout's, or the DKMS tree's
+# (/usr/src/rxe-kvfix-VERSION, and DKMS's build copy of it). Fails, naming the
+# file, when it has no such line.
+RXE_KVFIX_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+rxe_kvfix_meta() { # FIELD [FILE]
+	local field=$1 file=${2:-$RXE_KVFIX_LIB_DIR/../META} v
+	v=$(sed -n "s/^$field:[[:space:]]*\([^[:space:]]\{1,\}\)[[:space:]]*\$/\1/p" "$file" 2>/dev/null | head -n1) || true
+	if [[ ! -r $file ]]; then
+		echo "rxe-kvfix: cannot read $file (META: the package's name and version)" >&2
+		return 1
+	elif [[ -z $v ]]; then
+		echo "rxe-kvfix: no '$field:' line in $file" >&2
+		return 1
+	fi
+	printf '%s\n' "$v"
+}
+
+# rxe_kvfix_meta_version [DIR]: the package version, from DIR/META (DIR: a
+# checkout, an unpacked tarball or a DKMS tree; default: this library's own).
+rxe_kvfix_meta_version() { rxe_kvfix_meta Version "${1:+$1/META}"; }

@@ -24,7 +24,9 @@ shift 2
 . "$SRC/tests/testlib.sh"
 t_suite dkms
 M=rxe-kvfix
-VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
+# shellcheck source=kmod/rxe-kvfix-lib.sh
+. "$SRC/kmod/rxe-kvfix-lib.sh"
+VER=$(rxe_kvfix_meta_version "$SRC")
 LOG=/tmp/in-root-dkms.log
 : >"$LOG"
 

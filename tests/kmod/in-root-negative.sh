@@ -15,7 +15,9 @@ SRC=$1
 . "$SRC/tests/testlib.sh"
 t_suite kmod-negative
 M=rxe-kvfix
-VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
+# shellcheck source=kmod/rxe-kvfix-lib.sh
+. "$SRC/kmod/rxe-kvfix-lib.sh"
+VER=$(rxe_kvfix_meta_version "$SRC")
 PREP=$SRC/kmod/rxe-kvfix-prepare
 RXE=drivers/infiniband/sw/rxe
 

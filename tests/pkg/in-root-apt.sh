@@ -10,7 +10,7 @@
 # tests/pkg/run can keep the installed state in between (the VM scenarios start from
 # it: each kernel's module is built by DKMS once per run). Default: all.
 #
-# SRC: copy of the checkout (for tests/testlib.sh and dkms.conf); SIGNER: the
+# SRC: copy of the checkout (for tests/testlib.sh and META); SIGNER: the
 # common name the MOK placed for DKMS carries (modinfo -F signer must say it);
 # DEBDIR: holds rxe-kvfix-dkms_*.deb and rxe-verify_*.deb.
 set -euo pipefail
@@ -30,7 +30,9 @@ shift 4
 . "$SRC/tests/testlib.sh"
 t_suite pkg
 M=rxe-kvfix
-VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
+# shellcheck source=kmod/rxe-kvfix-lib.sh
+. "$SRC/kmod/rxe-kvfix-lib.sh"
+VER=$(rxe_kvfix_meta_version "$SRC")
 LOG=/tmp/in-root-apt.log
 [[ $PHASE == purge ]] || : >"$LOG"
 export DEBIAN_FRONTEND=noninteractive

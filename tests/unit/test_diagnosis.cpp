@@ -56,7 +56,7 @@ TEST(Diagnosis, OrderTenWithFreeBlocksIsNotCalledFragmentation) {
 TEST(Diagnosis, KvfixModuleIsNotMetadata) {
   auto in = reg(4ull << 30);
   in.module.flavor = "rxe-kvfix";
-  in.module.version = "1.0.0-rxe-kvfix";
+  in.module.version = "9.9.9-rxe-kvfix";
   auto d = diagnose(in);
   EXPECT_EQ(d.cause, "unknown");
   EXPECT_NE(d.summary.find("not the cause"), std::string::npos) << d.summary;
@@ -82,7 +82,7 @@ TEST(Diagnosis, OutOfMemory) {
   // scatter table, more than the sample's 300 MiB MemAvailable
   auto in = reg(64ull << 30);
   in.module.flavor = "rxe-kvfix";
-  in.module.version = "1.0.0-rxe-kvfix";
+  in.module.version = "9.9.9-rxe-kvfix";
   in.meminfo = data("meminfo-low.txt");
   EXPECT_EQ(diagnose(in).cause, "out_of_memory");
   DiagInput a;
@@ -101,14 +101,14 @@ TEST(Diagnosis, ResidentRegionIsNotOutOfMemory) {
 }
 
 TEST(Diagnosis, UnpatchedTestBuildIsTreatedLikeStock) {
-  auto m = classify_module(true, std::string("1.0.0-rxe-kvfix\n"),
-                           "1.0.0 fix=kvcalloc series=unpatched shape=kzalloc_objs source=debian");
+  auto m = classify_module(true, std::string("9.9.9-rxe-kvfix\n"),
+                           "9.9.9 fix=kvcalloc series=unpatched shape=kzalloc_objs source=debian");
   EXPECT_EQ(m.flavor, "rxe-kvfix-unpatched");
   auto in = reg(2ull << 30);
   in.module = m;
   EXPECT_EQ(diagnose(in).cause, "rxe_metadata_order");
-  auto fixed = classify_module(true, std::string("1.0.0-rxe-kvfix"),
-                               "1.0.0 fix=kvcalloc series=mainline shape=kzalloc_objs source=debian");
+  auto fixed = classify_module(true, std::string("9.9.9-rxe-kvfix"),
+                               "9.9.9 fix=kvcalloc series=mainline shape=kzalloc_objs source=debian");
   EXPECT_EQ(fixed.flavor, "rxe-kvfix");
 }
 
@@ -153,9 +153,9 @@ TEST(Diagnosis, Corruption) {
 TEST(Module, Classification) {
   EXPECT_EQ(classify_module(false, std::nullopt, "").flavor, "absent");
   EXPECT_EQ(classify_module(true, std::nullopt, "").flavor, "stock");
-  auto k = classify_module(true, std::string("1.0.0-rxe-kvfix\n"), "1\n");
+  auto k = classify_module(true, std::string("9.9.9-rxe-kvfix\n"), "1\n");
   EXPECT_EQ(k.flavor, "rxe-kvfix");
-  EXPECT_EQ(k.version, "1.0.0-rxe-kvfix");
+  EXPECT_EQ(k.version, "9.9.9-rxe-kvfix");
   EXPECT_EQ(k.installed, "1");
   auto s = classify_module(true, std::nullopt, "yes");  // installed but stock loaded
   EXPECT_EQ(s.flavor, "stock");

@@ -48,7 +48,7 @@ TEST(Report, TopLevelAndVerdicts) {
   r.device = "rxe0";
   r.kernel = "7.2.13+deb14-amd64";
   r.module.flavor = "rxe-kvfix";
-  r.module.version = "1.0.0-rxe-kvfix";
+  r.module.version = "9.9.9-rxe-kvfix";
   r.results = {sample("pass"), sample("pass")};
   EXPECT_EQ(finalize(r), kExitPass);
   auto j = to_json(r);
@@ -58,7 +58,7 @@ TEST(Report, TopLevelAndVerdicts) {
   EXPECT_EQ(j["tool"]["version"], kToolVersion);
   EXPECT_EQ(j["module"]["name"], "rdma_rxe");
   EXPECT_EQ(j["module"]["flavor"], "rxe-kvfix");
-  EXPECT_EQ(j["module"]["version"], "1.0.0-rxe-kvfix");
+  EXPECT_EQ(j["module"]["version"], "9.9.9-rxe-kvfix");
   EXPECT_EQ(j["verdict"], "pass");
   EXPECT_EQ(j["results"].size(), 2u);
 
