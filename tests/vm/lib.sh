@@ -75,14 +75,9 @@ rxe_matrix_primary() {
 }
 
 rxe_package_version() {
-    local v=''
-    if [[ -r $RXE_REPO_DIR/META ]]; then
-        v=$(sed -n 's/^Version:[[:space:]]*//p' "$RXE_REPO_DIR/META")
-    else
-        v=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$RXE_REPO_DIR/dkms.conf")
-    fi
-    [[ -n $v ]] || rxe_die 2 "no version in $RXE_REPO_DIR/META"
-    printf '%s\n' "$v"
+    # shellcheck source=kmod/rxe-kvfix-lib.sh
+    . "$RXE_REPO_DIR/kmod/rxe-kvfix-lib.sh"
+    rxe_kvfix_meta_version "$RXE_REPO_DIR"
 }
 
 # All URIs of enabled deb sources on the host: deb822 "URIs:" lines and one-line
