@@ -13,7 +13,7 @@ BB=/run/rxe-kvfix/bin/busybox
 CTL=/run/rxe-kvfix/ctl
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root TERM=dumb LANG=C.UTF-8
-export RXE_KVFIX_RESULTS=/results RXE_KVFIX_GUEST_LIB=$CTL/guest-lib.sh
+export RXE_GUEST_RESULTS=/results RXE_GUEST_LIB=$CTL/lib.sh
 
 say() { echo "rxe-guest-init: [$($BB cut -d' ' -f1 /proc/uptime)] $*"; }
 off() {

@@ -27,8 +27,9 @@
 set -euo pipefail
 
 usage() { echo "Usage: bench.sh KERNELRELEASE [short|full]"; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
-(($# >= 1 && $# <= 4)) || { usage >&2; exit 2; }
+# shellcheck source=tests/vm/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rxe_guest_main vm-bench 1 4 "$@"
 K=$1 FORM=${2:-short}
 case $FORM in
 short) REPS=3 REG_REPS=5 REPS_1G=0 BW_REGION=16M SIZES_FIXED_ONLY='' ;;
@@ -41,10 +42,6 @@ SIZES_BOTH='64M 128M 256M 512M 1G'
 MSGS='64K 1M'
 ((REPS_1G == 0)) || MSGS='64K 1M 1G'
 
-# shellcheck source=tests/vm/guest/common.sh
-. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-t_suite vm-bench
-VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
 ENV_FILE=$OUT/bench-env.txt
 : >"$ENV_FILE"
 
@@ -195,7 +192,7 @@ dmesg >"$OUT/bench-stock-dmesg.txt"
 # --- rxe-kvfix, resolved by modprobe, same commands
 dmesg -C
 t_start "$K bench: modprobe rdma_rxe loads rxe-kvfix"
-if modprobe rdma_rxe && [[ $(cat /sys/module/rdma_rxe/version 2>/dev/null) == "$VER-rxe-kvfix" ]]; then
+if modprobe rdma_rxe && rxe_flavor rxe-kvfix; then
 	t_pass
 	kv fixed_module "$(modinfo -n rdma_rxe) $(cat /sys/module/rdma_rxe/version)"
 	bench_phase fixed

@@ -24,8 +24,9 @@
 set -uo pipefail
 
 usage() { echo "Usage: proof.sh KERNELRELEASE EXPECT [control|stock,fixed|fixed|fixed-quick [\"ib_write_bw ib_read_bw\"]]"; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
-(($# >= 2)) || { usage >&2; exit 2; }
+# shellcheck source=tests/vm/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rxe_guest_main vm-proof 2 "" "$@"
 K=$1 EXPECT=$2
 PHASES=${3:-}
 # perftest over a 1026 MiB MR takes ~2.5 min per tool under TCG: the scenarios
@@ -33,10 +34,6 @@ PHASES=${3:-}
 PERFTEST_TOOLS=${4-ib_write_bw ib_read_bw}
 [[ -n $PHASES ]] || if [[ $EXPECT == affected-* ]]; then PHASES=stock,fixed; else PHASES=control; fi
 
-# shellcheck source=tests/vm/guest/common.sh
-. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-t_suite vm-proof
-VER=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf")
 PT_SIZE=513M # perftest registers 2 x max(size, page) rounded up: 1026 MiB, 262,656 pages
 
 # rv PHASE SIZE OFFSET MODE [SPLIT]: rxe-verify run on rxe0, JSON to
@@ -69,15 +66,6 @@ perftest() {
 	((rc == 0 && src == 0)) || return $((rc ? rc : src))
 }
 
-check_flavor() { # stock|rxe-kvfix
-	local v
-	v=$(cat /sys/module/rdma_rxe/version 2>/dev/null || true)
-	case $1 in
-	stock) [[ -z $v ]] ;;
-	rxe-kvfix) [[ $v == "$VER-rxe-kvfix" ]] ;;
-	esac
-}
-
 [[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
 modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy || true
 
@@ -95,7 +83,7 @@ for PHASE in ${PHASES//,/ }; do
 			t_fail "modinfo -n rdma_rxe is '$path'; dkms: $(dkms status rxe-kvfix -k "$K" 2>&1 | head -n1)"
 		fi
 		modprobe rdma_rxe
-		t_check "$K control: loaded module is stock" check_flavor stock
+		t_check "$K control: loaded module is stock" rxe_flavor stock
 		;;
 	stock)
 		t_start "$K stock: the distribution's rdma_rxe loads"
@@ -110,7 +98,7 @@ for PHASE in ${PHASES//,/ }; do
 	fixed | fixed-quick)
 		t_start "$K fixed: modprobe rdma_rxe resolves to and loads rxe-kvfix"
 		path=$(modinfo -n rdma_rxe 2>/dev/null)
-		if [[ $path == */updates/dkms/rdma_rxe.ko* ]] && modprobe rdma_rxe && check_flavor rxe-kvfix; then
+		if [[ $path == */updates/dkms/rdma_rxe.ko* ]] && modprobe rdma_rxe && rxe_flavor rxe-kvfix; then
 			t_pass
 			echo "     $path, version $(cat /sys/module/rdma_rxe/version)"
 		else

@@ -11,12 +11,10 @@
 set -uo pipefail
 
 usage() { echo "Usage: pyverbs.sh KERNELRELEASE"; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
-(($# == 1)) || { usage >&2; exit 2; }
+# shellcheck source=tests/vm/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rxe_guest_main vm-pyverbs 1 1 "$@"
 K=$1
-# shellcheck source=tests/vm/guest/common.sh
-. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-t_suite vm-pyverbs
 # MR registration/re-registration/memory windows, and the RC RDMA WRITE/READ
 # traffic tests of the extended QP API
 MODULES=(test_mr test_qpex)
@@ -62,7 +60,7 @@ suite() {
 	fi
 }
 # shellcheck disable=SC2317  # called through suite
-load_fixed() { modprobe rdma_rxe && grep -q rxe-kvfix /sys/module/rdma_rxe/version; }
+load_fixed() { modprobe rdma_rxe && rxe_flavor rxe-kvfix; }
 
 suite stock load_stock "$K"
 suite fixed load_fixed

@@ -17,14 +17,12 @@
 set -uo pipefail
 
 usage() { echo "Usage: systemd.sh KERNELRELEASE first|second [ansible]"; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
-(($# >= 2 && $# <= 3)) || { usage >&2; exit 2; }
+# shellcheck source=tests/vm/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rxe_guest_main vm-systemd 2 3 "$@"
 K=$1 PHASE=$2 ANSIBLE=${3:-}
 [[ $PHASE == first || $PHASE == second ]] || { usage >&2; exit 2; }
 [[ -z $ANSIBLE || $ANSIBLE == ansible ]] || { usage >&2; exit 2; }
-# shellcheck source=tests/vm/guest/common.sh
-. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-t_suite vm-systemd
 UNIT="rxe-verify-boot.service"
 STATE=/var/lib/rxe-verify/$K
 NETDEV=rxetest0 # made by the test-only unit rxe-kvfix-test-netdev.service

@@ -16,12 +16,10 @@
 set -uo pipefail
 
 usage() { echo "Usage: twohost.sh KERNELRELEASE"; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
-(($# == 1)) || { usage >&2; exit 2; }
+# shellcheck source=tests/vm/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rxe_guest_main vm-twohost 1 1 "$@"
 K=$1
-# shellcheck source=tests/vm/guest/common.sh
-. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-t_suite vm-twohost
 SEED=$SRC/tests/unit/data/nft-seed.conf
 SIZE=1G OFFSET=16
 BOUND=120 # seconds a run may take to notice that RoCEv2 is dropped
@@ -47,7 +45,7 @@ pair() {
 }
 
 modprobe rdma_rxe
-t_check "$K twohost: rxe-kvfix loaded" grep -q rxe-kvfix /sys/module/rdma_rxe/version
+t_check "$K twohost: rxe-kvfix loaded" rxe_flavor rxe-kvfix
 rxe_veth_up rxa rxb 1
 
 t_start "$K twohost: rxb serves, rxa runs $SIZE+$OFFSET B over veth"

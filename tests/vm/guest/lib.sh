@@ -1,0 +1,291 @@
+# shellcheck shell=bash
+# tests/vm/guest/lib.sh: the guest side's one library (bash). Every script of
+# tests/vm/guest sources it; any other command run by tests/vm/vm-run finds a copy
+# at $RXE_GUEST_LIB (/run/rxe-kvfix/ctl/lib.sh):
+#     . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"    # a script of tests/vm/guest
+#     . "$RXE_GUEST_LIB"                           # any guest command
+# The 10.77.x.0/24 addresses used here exist only inside the guest.
+#
+# Sets SRC (the checkout in the guest: $RXE_GUEST_SRC, default /root/rxe-kvfix),
+# OUT (results: $RXE_GUEST_RESULTS, default /results), exports RXE_RESULTS
+# (OUT/results.tsv, read by testlib), RV (rxe-verify: $RXE_VERIFY, default
+# /usr/local/bin/rxe-verify); sources SRC/tests/testlib.sh (t_suite, t_start, t_pass,
+# t_fail, t_skip, t_check) when the checkout is there. Defines:
+#
+#   rxe_guest_main SUITE MIN MAX "$@"
+#                                   the opening of a guest script: -h/--help prints its
+#                                   usage() and exits 0, fewer than MIN or more than MAX
+#                                   arguments (MAX "": no limit) print it on stderr and
+#                                   exit 2; results from here on belong to SUITE (t_suite)
+#   rxe_fail MSG...                 print "FAIL: MSG" to stderr and exit 1
+#   rxe_log MSG...                  "rxe: MSG" on stderr
+#   rxe_require_rxe                 modprobe rdma_rxe + ib_uverbs, fail loudly if not loaded;
+#                                   prints the module file in use
+#   rxe_module_file [MOD]           file modprobe uses for MOD (default rdma_rxe)
+#   rxe_pkg_version                 this checkout's package version: SRC/META's
+#                                   "Version:" line, else dkms.conf's PACKAGE_VERSION
+#   rxe_flavor [WANT]               the loaded rdma_rxe as `rxe-verify doctor --json`
+#                                   classifies it (module.flavor): stock, rxe-kvfix or
+#                                   absent (unknown, status 2, if doctor says nothing);
+#                                   with WANT: status 0 if it is WANT (see below)
+#   stock_module K                  path of the distribution's rdma_rxe of kernel K (DKMS
+#                                   keeps it in original_module/ while rxe-kvfix is installed)
+#   load_stock K                    insmod it and check that the loaded module is stock
+#   rxe_dummy_up [RXE NETDEV CIDR]  dummy netdev (default d0, 10.77.0.1/24) + rxe link
+#                                   (default rxe0); waits for its RoCEv2 IPv4 GID
+#   rxe_dummy_down [RXE NETDEV]     delete that rxe link and dummy netdev
+#   rxe_veth_up [NSA NSB NET]       namespaces NSA/NSB (default rxa/rxb) joined by veth
+#                                   va/vb with 10.77.NET.1/24 and .2/24 (NET default 1),
+#                                   rxe devices rxe_NSA / rxe_NSB created in each namespace
+#   rxe_veth_down [NSA NSB]         delete those rxe links, veths and namespaces
+#   rxe_teardown_all                delete every rxe link, the namespaces and dummies
+#                                   made by this library (listed in $RXE_GUEST_STATE)
+#   rxe_gid_index RXE [IPV4]        index of the RoCEv2 GID of RXE (for IPV4, or any IPv4)
+#   rxe_wait_gid RXE [IPV4]         wait up to 10 s for that GID, fail if it never shows
+#   rxe_pingpong_loopback RXE       ibv_rc_pingpong server+client on one device
+#   rxe_write_bw_loopback RXE [SIZE [ITERS]]
+#                                   ib_write_bw server+client on one device (default 64K x 100)
+#   jget FILE EXPR                  evaluate a Python expression over rxe-verify's JSON
+#                                   (j = document, r = results[0]); booleans print as true/false
+#   dmesg_bad                       kernel log lines that no clean run may have
+#   rxe_check_dmesg                 fail if the kernel log has WARNING:/BUG:/Oops/Call Trace
+
+SRC=${RXE_GUEST_SRC:-/root/rxe-kvfix}
+OUT=${RXE_GUEST_RESULTS:-/results}
+export RXE_RESULTS=$OUT/results.tsv
+# shellcheck disable=SC2034  # used by the scripts that source this file
+RV=${RXE_VERIFY:-/usr/local/bin/rxe-verify}
+RXE_GUEST_STATE=${RXE_GUEST_STATE:-/run/rxe-kvfix-guest}
+if [[ -f $SRC/tests/testlib.sh ]]; then
+	# shellcheck source=tests/testlib.sh
+	. "$SRC/tests/testlib.sh"
+fi
+
+rxe_guest_main() {
+	local suite=$1 min=$2 max=$3
+	shift 3
+	[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+	if (($# < min)) || { [[ -n $max ]] && (($# > max)); }; then
+		usage >&2
+		exit 2
+	fi
+	t_suite "$suite"
+}
+
+rxe_fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+rxe_log() { echo "rxe: $*" >&2; }
+
+# shellcheck disable=SC2120
+rxe_module_file() { modinfo -n "${1:-rdma_rxe}" 2>/dev/null; }
+
+rxe_require_rxe() {
+	modprobe rdma_rxe || rxe_fail "modprobe rdma_rxe failed (module file: $(rxe_module_file || echo none))"
+	[[ -d /sys/module/rdma_rxe ]] || rxe_fail "rdma_rxe did not load (no /sys/module/rdma_rxe)"
+	modprobe ib_uverbs || rxe_fail "modprobe ib_uverbs failed"
+	rxe_log "rdma_rxe loaded from $(rxe_module_file)"
+}
+
+rxe_pkg_version() {
+	if [[ -f $SRC/META ]]; then
+		sed -n 's/^Version:[[:space:]]*//p' "$SRC/META"
+	else
+		sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf"
+	fi
+}
+
+# rxe_flavor [WANT]: rxe-verify's own answer (classify_module in
+# userspace/src/diagnosis.cpp: loaded at all, /sys/module/rdma_rxe/version containing
+# "rxe-kvfix"), so the guest scripts and the verifier cannot disagree about which
+# module is loaded. rxe-kvfix-unpatched (a RXE_KVFIX_UNPATCHED test build) counts as
+# rxe-kvfix: it is our module, and the checks that follow show that it is unfixed.
+# WANT rxe-kvfix also needs module.version to be this checkout's
+# "$(rxe_pkg_version)-rxe-kvfix" (not some other rxe-kvfix left installed).
+# Doctor exits 3 when the host is not ready (no module, no device): still an answer.
+rxe_flavor() {
+	local doc got
+	doc=$("$RV" doctor --json 2>/dev/null) || true
+	got=$(python3 -c '
+import json, sys
+try:
+    m = json.loads(sys.stdin.read())["module"]
+except Exception:
+    sys.exit(1)
+f = {"rxe-kvfix-unpatched": "rxe-kvfix"}.get(m.get("flavor"), m.get("flavor"))
+if f not in ("stock", "rxe-kvfix", "absent"):
+    sys.exit(1)
+print(f, m.get("version") or "-")
+' <<<"$doc") || {
+		echo "rxe_flavor: no module.flavor from $RV doctor --json" >&2
+		[[ -n ${1:-} ]] || echo unknown
+		return 2
+	}
+	if [[ -z ${1:-} ]]; then
+		echo "${got%% *}"
+	elif [[ $1 == rxe-kvfix && $got == "rxe-kvfix $(rxe_pkg_version)-rxe-kvfix" ]] ||
+		[[ $1 != rxe-kvfix && ${got%% *} == "$1" ]]; then
+		return 0
+	else
+		echo "rxe_flavor: loaded: ${got% *} (version ${got#* }), not $1" >&2
+		return 1
+	fi
+}
+
+stock_module() {
+	find /var/lib/dkms/rxe-kvfix/original_module/"$1" "/lib/modules/$1/kernel" \
+		-name 'rdma_rxe.ko*' ! -name '*.origin' 2>/dev/null | head -n1
+}
+
+load_stock() {
+	local ko
+	ko=$(stock_module "$1")
+	[[ -n $ko ]] || return 1
+	modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel || return 1
+	insmod "$ko" || return 1
+	rxe_flavor stock
+}
+
+rxe__note() {
+	mkdir -p "$RXE_GUEST_STATE"
+	echo "$2" >>"$RXE_GUEST_STATE/$1"
+}
+
+rxe_gid_index() {
+	local dev="$1" want="${2:-}" d g n hex
+	d=/sys/class/infiniband/$dev/ports/1
+	[[ -d $d/gids ]] || return 1
+	if [[ -n $want ]]; then
+		# 10.77.0.1 -> 0a4d:0001
+		hex=$(echo "$want" | awk -F. '{ printf "%02x%02x:%02x%02x", $1, $2, $3, $4 }')
+	fi
+	for g in "$d"/gids/*; do
+		n=${g##*/}
+		case "$(cat "$g" 2>/dev/null)" in
+		0000:0000:0000:0000:0000:ffff:*) ;;
+		*) continue ;;
+		esac
+		[[ $(cat "$d/gid_attrs/types/$n" 2>/dev/null) == "RoCE v2" ]] || continue
+		if [[ -n $want ]]; then
+			[[ $(cut -d: -f7,8 "$g") == "$hex" ]] || continue
+		fi
+		echo "$n"
+		return 0
+	done
+	return 1
+}
+
+rxe_wait_gid() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		rxe_gid_index "$@" >/dev/null && return 0
+		sleep 0.2
+	done
+	rxe_fail "no RoCEv2 IPv4 GID on $1 after 10 s ($(cat /sys/class/infiniband/"$1"/ports/1/gids/* 2>/dev/null | sort -u | tr '\n' ' '))"
+}
+
+rxe_dummy_up() {
+	local rxe="${1:-rxe0}" nd="${2:-d0}" cidr="${3:-10.77.0.1/24}"
+	modprobe dummy numdummies=0 || rxe_fail "modprobe dummy failed"
+	ip link add "$nd" type dummy || rxe_fail "ip link add $nd type dummy failed"
+	rxe__note dummies "$nd"
+	ip addr add "$cidr" dev "$nd" || rxe_fail "ip addr add $cidr dev $nd failed"
+	ip link set "$nd" up || rxe_fail "ip link set $nd up failed"
+	rdma link add "$rxe" type rxe netdev "$nd" || rxe_fail "rdma link add $rxe type rxe netdev $nd failed"
+	rxe_wait_gid "$rxe" "${cidr%/*}"
+	rxe_log "$rxe up on dummy $nd ($cidr, gid index $(rxe_gid_index "$rxe" "${cidr%/*}"))"
+}
+
+rxe_dummy_down() {
+	local rxe="${1:-rxe0}" nd="${2:-d0}"
+	rdma link del "$rxe" || rxe_fail "rdma link del $rxe failed"
+	ip link del "$nd" || rxe_fail "ip link del $nd failed"
+}
+
+rxe_veth_up() {
+	local a="${1:-rxa}" b="${2:-rxb}" net="${3:-1}"
+	modprobe veth || rxe_fail "modprobe veth failed"
+	ip netns add "$a" || rxe_fail "ip netns add $a failed"
+	rxe__note netns "$a"
+	ip netns add "$b" || rxe_fail "ip netns add $b failed"
+	rxe__note netns "$b"
+	ip link add va netns "$a" type veth peer name vb netns "$b" || rxe_fail "veth pair va/vb failed"
+	ip -n "$a" addr add "10.77.$net.1/24" dev va || rxe_fail "address on va failed"
+	ip -n "$b" addr add "10.77.$net.2/24" dev vb || rxe_fail "address on vb failed"
+	ip -n "$a" link set lo up || rxe_fail "lo up in $a failed"
+	ip -n "$a" link set va up || rxe_fail "va up in $a failed"
+	ip -n "$b" link set lo up || rxe_fail "lo up in $b failed"
+	ip -n "$b" link set vb up || rxe_fail "vb up in $b failed"
+	ip netns exec "$a" rdma link add "rxe_$a" type rxe netdev va || rxe_fail "rdma link add rxe_$a failed"
+	ip netns exec "$b" rdma link add "rxe_$b" type rxe netdev vb || rxe_fail "rdma link add rxe_$b failed"
+	rxe_wait_gid "rxe_$a" "10.77.$net.1"
+	rxe_wait_gid "rxe_$b" "10.77.$net.2"
+	rxe_log "rxe_$a (10.77.$net.1 in netns $a) and rxe_$b (10.77.$net.2 in netns $b) up"
+}
+
+rxe_veth_down() {
+	local a="${1:-rxa}" b="${2:-rxb}"
+	rdma link del "rxe_$a" || rxe_fail "rdma link del rxe_$a failed"
+	rdma link del "rxe_$b" || rxe_fail "rdma link del rxe_$b failed"
+	ip netns del "$a" || rxe_fail "ip netns del $a failed"
+	ip netns del "$b" || rxe_fail "ip netns del $b failed"
+}
+
+rxe_teardown_all() {
+	local l n
+	for l in $(rdma link show 2>/dev/null | awk '$1 == "link" { sub("/.*", "", $2); print $2 }' | sort -u); do
+		rdma link del "$l" 2>/dev/null || true
+	done
+	[[ ! -f $RXE_GUEST_STATE/netns ]] || while read -r n; do
+		ip netns del "$n" 2>/dev/null || true
+	done <"$RXE_GUEST_STATE/netns"
+	[[ ! -f $RXE_GUEST_STATE/dummies ]] || while read -r n; do
+		ip link del "$n" 2>/dev/null || true
+	done <"$RXE_GUEST_STATE/dummies"
+	rm -f "$RXE_GUEST_STATE/netns" "$RXE_GUEST_STATE/dummies"
+}
+
+rxe_pingpong_loopback() {
+	local dev="${1:-rxe0}" gid spid rc=0
+	gid=$(rxe_gid_index "$dev") || rxe_fail "no RoCEv2 IPv4 GID on $dev"
+	timeout 60 ibv_rc_pingpong -d "$dev" -g "$gid" -n 100 >/tmp/pingpong-server.log 2>&1 &
+	spid=$!
+	sleep 1
+	timeout 60 ibv_rc_pingpong -d "$dev" -g "$gid" -n 100 127.0.0.1 || rc=$?
+	wait "$spid" || rc=$((rc ? rc : $?))
+	cat /tmp/pingpong-server.log >&2
+	((rc == 0)) || rxe_fail "ibv_rc_pingpong loopback on $dev failed ($rc)"
+}
+
+rxe_write_bw_loopback() {
+	local dev="${1:-rxe0}" size="${2:-65536}" iters="${3:-100}" gid spid rc=0
+	gid=$(rxe_gid_index "$dev") || rxe_fail "no RoCEv2 IPv4 GID on $dev"
+	timeout 120 ib_write_bw -d "$dev" -x "$gid" -s "$size" -n "$iters" -F >/tmp/write-bw-server.log 2>&1 &
+	spid=$!
+	sleep 1
+	timeout 120 ib_write_bw -d "$dev" -x "$gid" -s "$size" -n "$iters" -F 127.0.0.1 || rc=$?
+	wait "$spid" || rc=$((rc ? rc : $?))
+	((rc == 0)) || { cat /tmp/write-bw-server.log >&2; rxe_fail "ib_write_bw loopback on $dev failed ($rc)"; }
+}
+
+jget() {
+	python3 - "$1" "$2" <<'PY' 2>/dev/null
+import json, sys
+j = json.load(open(sys.argv[1]))
+r = (j.get("results") or [{}])[0]
+v = eval(sys.argv[2])
+print(v if not isinstance(v, bool) else str(v).lower())
+PY
+}
+
+dmesg_bad() {
+	dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|possible circular locking|lockdep|general protection' || true
+}
+
+rxe_check_dmesg() {
+	local hits
+	hits=$(dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace' || true)
+	[[ -z $hits ]] || rxe_fail "kernel log has warnings/oopses: $(echo "$hits" | head -n 5)"
+}
