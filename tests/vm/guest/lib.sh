@@ -22,8 +22,8 @@
 #   rxe_require_rxe                 modprobe rdma_rxe + ib_uverbs, fail loudly if not loaded;
 #                                   prints the module file in use
 #   rxe_module_file [MOD]           file modprobe uses for MOD (default rdma_rxe)
-#   rxe_pkg_version                 this checkout's package version: SRC/META's
-#                                   "Version:" line, else dkms.conf's PACKAGE_VERSION
+#   rxe_pkg_version                 this checkout's package version (SRC/META, read by
+#                                   the package's own kmod/rxe-kvfix-lib.sh)
 #   rxe_flavor [WANT]               the loaded rdma_rxe as `rxe-verify doctor --json`
 #                                   classifies it (module.flavor): stock, rxe-kvfix or
 #                                   absent (unknown, status 2, if doctor says nothing);
@@ -90,11 +90,8 @@ rxe_require_rxe() {
 }
 
 rxe_pkg_version() {
-	if [[ -f $SRC/META ]]; then
-		sed -n 's/^Version:[[:space:]]*//p' "$SRC/META"
-	else
-		sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/dkms.conf"
-	fi
+	# shellcheck source=kmod/rxe-kvfix-lib.sh
+	. "$SRC/kmod/rxe-kvfix-lib.sh" && rxe_kvfix_meta_version "$SRC"
 }
 
 # rxe_flavor [WANT]: rxe-verify's own answer (classify_module in
