@@ -899,8 +899,8 @@ int cli_main(int argc, char** argv) {
       // no subcommand recognised: say which word was wrong and what the commands are
       std::string first = argc > 1 ? argv[1] : "";
       msg = first.empty() || first[0] == '-'
-                ? (first.empty() ? "a command is required" : msg) + "; use run, serve, doctor or probe"
-                : "unknown command '" + first + "'; use run, serve, doctor or probe";
+                ? (first.empty() ? "a command is required" : msg) + "; use run, serve, doctor, probe or churn"
+                : "unknown command '" + first + "'; use run, serve, doctor, probe or churn";
     }
     std::fprintf(stderr, "rxe-verify%s%s: error: %s (see 'rxe-verify %s--help')\n",
                  sub.empty() ? "" : " ", sub.c_str(), msg.c_str(),

@@ -1,4 +1,4 @@
-// Command line front end: run, serve, doctor, probe.
+// Command line front end: run, serve, doctor, probe, churn.
 #pragma once
 #include <string>
 #include <vector>
