@@ -30,16 +30,7 @@ Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host
   rep.offset = cfg.offset;
   rep.count = cfg.count;
   rep.traffic = cfg.traffic;
-  Outcome out;
-  auto env_fail = [&](const SetupFailure& f) {
-    print_error("churn", f.summary + (f.remedy.empty() ? "" : "; " + f.remedy));
-    rep.error = Diagnosis{f.cause, f.summary, f.remedy};
-    finalize(rep);
-    out.exit = f.code;
-    out.has_report = true;
-    out.report = to_json(rep);
-    return out;
-  };
+  auto env_fail = [&](const SetupFailure& f) { return setup_failed("churn", f, rep); };
   std::string err;
   int code = 0;
   DeviceChoice dc = resolve_device(prov, host, o.device, o.gid_index, err, code);
@@ -69,16 +60,13 @@ Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host
   r.kernel = rep.kernel;
   r.module = rep.module;
   r.device = rep.device;
-  out.exit = finalize(r);
+  int rc = finalize(r);
   if (r.failure)
     print_error("churn", (r.failed_iteration ? "iteration " + std::to_string(r.failed_iteration) + " of " +
                                                    std::to_string(r.count) + ": "
                                              : std::string()) +
                              r.failed_stage + " failed [" + r.failure->cause + "]: " + r.failure->summary);
-  out.has_report = true;
-  out.report = to_json(r);
-  out.text = to_text(r);
-  return out;
+  return reported(rc, to_json(r), to_text(r));
 }
 
 

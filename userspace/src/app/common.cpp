@@ -63,13 +63,6 @@ std::uint64_t seed_or_random(std::uint64_t seed) {
                     std::chrono::steady_clock::now().time_since_epoch().count()) | 1;
 }
 
-json module_json(const ModuleIdentity& m) {
-  return {{"name", "rdma_rxe"},
-          {"flavor", m.flavor},
-          {"version", m.version.empty() ? json(nullptr) : json(m.version)},
-          {"installed_rxe_kvfix", m.installed.empty() ? json(nullptr) : json(m.installed)}};
-}
-
 void print_error(const std::string& cmd, const std::string& msg) {
   std::fprintf(stderr, "rxe-verify %s: error: %s\n", cmd.c_str(), msg.c_str());
 }

@@ -28,7 +28,6 @@ std::uint64_t mem_total(HostEnv& host);
 // A random odd seed unless one was given.
 std::uint64_t seed_or_random(std::uint64_t seed);
 
-nlohmann::json module_json(const ModuleIdentity& m);
 void print_error(const std::string& cmd, const std::string& msg);
 
 struct DeviceChoice {
@@ -47,6 +46,26 @@ struct SetupFailure {
   std::string cause, summary, remedy;
   int code = kExitNotReady;
 };
+
+// The outcome of a command that produced a report.
+inline Outcome reported(int exit, nlohmann::json report, std::string text = "") {
+  Outcome o;
+  o.exit = exit;
+  o.has_report = true;
+  o.report = std::move(report);
+  o.text = std::move(text);
+  return o;
+}
+
+// A setup failure of run or churn: the error line on stderr, the report with its error
+// (no text: the line said it), exit f.code.
+template <class Report>
+Outcome setup_failed(const char* cmd, const SetupFailure& f, Report& rep) {
+  print_error(cmd, f.summary + (f.remedy.empty() ? "" : "; " + f.remedy));
+  rep.error = Diagnosis{f.cause, f.summary, f.remedy};
+  finalize(rep);
+  return reported(f.code, to_json(rep));
+}
 
 // "port 1 of DEV is DOWN" with the remedy, or nullopt when the port is active.
 std::optional<SetupFailure> port_down(const DeviceChoice& dc, const PortInfo& pi);

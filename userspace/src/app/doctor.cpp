@@ -12,13 +12,10 @@ using nlohmann::json;
 
 Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host) {
   std::uint64_t want = need_size("--size", o.size, false);
-  json j;
-  j["schema_version"] = kSchemaVersion;
-  j["tool"] = {{"name", "rxe-verify"}, {"version", kToolVersion}};
-  j["command"] = "doctor";
+  json j = json_envelope("doctor");
   j["kernel"] = host.kernel();
   HostSnapshot h = snapshot(host);
-  j["module"] = module_json(h.module);
+  j["module"] = to_json(h.module);
   std::vector<std::string> problems, warnings;
   if (h.module.flavor == "absent") problems.push_back("rdma_rxe is not loaded (`modprobe rdma_rxe`)");
   if (h.module.flavor == "stock")
@@ -87,7 +84,8 @@ Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host) {
   j["problems"] = problems;
   j["warnings"] = warnings;
   j["ready"] = ready;
-  j["verdict"] = ready ? "ready" : "not_ready";
+  const Verdict verdict = ready ? Verdict::Ready : Verdict::NotReady;
+  j["verdict"] = verdict;
   std::ostringstream txt;
   {
     txt << "kernel      " << j["kernel"].get<std::string>() << "\n";
@@ -123,12 +121,7 @@ Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host) {
     for (const auto& w : warnings) txt << "warning     " << w << "\n";
     txt << "verdict     " << (ready ? "ready" : "NOT READY") << "\n";
   }
-  Outcome out;
-  out.exit = ready ? kExitPass : kExitNotReady;
-  out.has_report = true;
-  out.report = std::move(j);
-  out.text = txt.str();
-  return out;
+  return reported(exit_code(verdict), std::move(j), txt.str());
 }
 
 

@@ -29,13 +29,10 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
           "; pass a --min no larger than --max");
   check_ram(host, "--max", max, max + offset, o.force);
 
-  json j;
-  j["schema_version"] = kSchemaVersion;
-  j["tool"] = {{"name", "rxe-verify"}, {"version", kToolVersion}};
-  j["command"] = "probe";
+  json j = json_envelope("probe");
   j["kernel"] = host.kernel();
   ModuleIdentity mod = host.module();
-  j["module"] = module_json(mod);
+  j["module"] = to_json(mod);
   Outcome out;
   std::string err;
   int code = 0;
@@ -92,7 +89,7 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
       in.size = sz;
       in.offset = offset;
       auto d = diagnose(in);
-      if (d.cause == cause::kMemlock || d.cause == cause::kDeviceDown) env_stop = true;
+      if (is_environment_cause(d.cause)) env_stop = true;
       fail_diag = d;
     }
     return ok;
@@ -140,7 +137,8 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
   int lf = largest_free_order(zones);
   pj["stock_rxe_max_mr_now"] = lf >= 0 ? json(stock_mr_limit_for_order(lf)) : json(nullptr);
   j["probe"] = pj;
-  std::string verdict = env_stop ? "not_ready" : (complete ? "complete" : "budget_exhausted");
+  const Verdict verdict = env_stop ? Verdict::NotReady
+                                   : (complete ? Verdict::Complete : Verdict::BudgetExhausted);
   j["verdict"] = verdict;
   std::ostringstream txt;
   {
@@ -160,13 +158,9 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
     if (lf >= 0)
       txt << "largest free block now: order " << lf << " => a stock rxe could register at most "
                 << format_size(stock_mr_limit_for_order(lf)) << " per MR\n";
-    txt << "verdict: " << verdict << "\n";
+    txt << "verdict: " << to_string(verdict) << "\n";
   }
-  out.exit = env_stop ? kExitNotReady : kExitPass;
-  out.has_report = true;
-  out.report = std::move(j);
-  out.text = txt.str();
-  return out;
+  return reported(exit_code(verdict), std::move(j), txt.str());
 }
 
 

@@ -55,16 +55,7 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   rep.module = host.module();
   rep.seed = cfg.seed;
   rep.transport = cfg.two_host ? "tcp " + peer_host + ":" + std::to_string(port) : "loopback";
-  Outcome out;
-  auto env_fail = [&](const SetupFailure& f) {
-    print_error("run", f.summary + (f.remedy.empty() ? "" : "; " + f.remedy));
-    rep.error = Diagnosis{f.cause, f.summary, f.remedy};
-    finalize(rep);
-    out.exit = f.code;
-    out.has_report = true;
-    out.report = to_json(rep);
-    return out;
-  };
+  auto env_fail = [&](const SetupFailure& f) { return setup_failed("run", f, rep); };
   auto fail = [&](const std::string& cause, const std::string& summary) {
     return env_fail(SetupFailure{cause, summary, "", kExitNotReady});
   };
@@ -148,11 +139,8 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
     std::string e;
     sock->recv(std::chrono::seconds(5), e);
   }
-  out.exit = finalize(rep);
-  out.has_report = true;
-  out.report = to_json(rep);
-  out.text = to_table(rep);
-  return out;
+  int rc = finalize(rep);
+  return reported(rc, to_json(rep), to_table(rep));
 }
 
 }  // namespace rxv
