@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "app/app.hpp"
+#include "app_fixtures.hpp"
 #include "fake_host.hpp"
 #include "fake_verbs.hpp"
 
@@ -11,18 +12,7 @@ using namespace rxv;
 using rxv::testing::FakeControl;
 using rxv::testing::FakeHost;
 using rxv::testing::FakeProvider;
-
-namespace {
-ChurnCommandConfig small_churn(unsigned count, bool traffic) {
-  ChurnCommandConfig o;
-  o.size = "64K";
-  o.count = count;
-  o.traffic = traffic;
-  o.seed = 7;
-  o.json = true;
-  return o;
-}
-}  // namespace
+using rxv::testing::small_churn;
 
 TEST(AppChurn, EveryIterationPasses) {
   FakeControl c;

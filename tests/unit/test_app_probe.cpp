@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "app/app.hpp"
+#include "app_fixtures.hpp"
 #include "fake_host.hpp"
 #include "fake_verbs.hpp"
 
@@ -12,6 +13,7 @@ using namespace rxv;
 using rxv::testing::FakeControl;
 using rxv::testing::FakeHost;
 using rxv::testing::FakeProvider;
+using rxv::testing::small_probe;
 
 namespace {
 constexpr std::size_t kPages = 100;  // the fake registers at most 100 pages
@@ -22,14 +24,6 @@ FakeControl limited() {
   return c;
 }
 
-ProbeCommandConfig small_probe() {
-  ProbeCommandConfig o;
-  o.max = "1M";
-  o.min = "4K";
-  o.granularity = "4K";
-  o.json = true;
-  return o;
-}
 }  // namespace
 
 TEST(AppProbe, FindsTheBoundaryToTheGranularity) {

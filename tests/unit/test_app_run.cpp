@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "app/app.hpp"
+#include "app_fixtures.hpp"
 #include "fake_host.hpp"
 #include "fake_verbs.hpp"
 
@@ -17,17 +18,10 @@ using namespace rxv;
 using rxv::testing::FakeControl;
 using rxv::testing::FakeHost;
 using rxv::testing::FakeProvider;
+using rxv::testing::small_run;
 
 namespace {
 
-RunCommandConfig small_run(std::vector<std::string> sizes) {
-  RunCommandConfig o;
-  o.sizes = std::move(sizes);
-  o.seed = 42;
-  o.json = true;
-  o.no_progress = true;
-  return o;
-}
 
 // Is something listening on 127.0.0.1:port (per /proc/net/tcp)?
 bool listening(unsigned port) {

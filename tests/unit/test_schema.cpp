@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "app/app.hpp"
+#include "app_fixtures.hpp"
 #include "fake_host.hpp"
 #include "fake_verbs.hpp"
 
@@ -19,6 +20,9 @@ using namespace rxv;
 using rxv::testing::FakeControl;
 using rxv::testing::FakeHost;
 using rxv::testing::FakeProvider;
+using rxv::testing::small_churn;
+using rxv::testing::small_probe;
+using rxv::testing::small_run;
 namespace fs = std::filesystem;
 
 namespace {
@@ -57,39 +61,14 @@ void expect_valid(const std::string& name, const Outcome& out) {
   EXPECT_EQ(validate(write(name, out.report)), 0) << name << ": " << out.report.dump(2);
 }
 
-RunCommandConfig run_cfg(std::vector<std::string> sizes) {
-  RunCommandConfig o;
-  o.sizes = std::move(sizes);
-  o.seed = 42;
-  o.json = true;
-  o.no_progress = true;
-  return o;
-}
 
-ChurnCommandConfig churn_cfg(bool traffic) {
-  ChurnCommandConfig o;
-  o.size = "64K";
-  o.count = 3;
-  o.traffic = traffic;
-  o.seed = 7;
-  o.json = true;
-  return o;
-}
 
-ProbeCommandConfig probe_cfg() {
-  ProbeCommandConfig o;
-  o.max = "1M";
-  o.min = "4K";
-  o.granularity = "4K";
-  o.json = true;
-  return o;
-}
 
 nlohmann::json valid_run() {
   FakeControl c;
   FakeProvider prov(c);
   FakeHost host;
-  return run_command(run_cfg({"64K"}), prov, host).report;
+  return run_command(small_run({"64K"}), prov, host).report;
 }
 
 }  // namespace
@@ -104,28 +83,28 @@ TEST(Schema, RunReports) {
     FakeControl c;
     FakeProvider prov(c);
     FakeHost host;
-    expect_valid("run-pass", run_command(run_cfg({"64K,128K+16"}), prov, host));
+    expect_valid("run-pass", run_command(small_run({"64K,128K+16"}), prov, host));
   }
   {
     FakeControl c;
     c.corrupt_op_at = 1;  // a mismatch object
     FakeProvider prov(c);
     FakeHost host;
-    expect_valid("run-corrupt", run_command(run_cfg({"64K", "64K"}), prov, host));
+    expect_valid("run-corrupt", run_command(small_run({"64K", "64K"}), prov, host));
   }
   {
     FakeControl c;
     c.reg_errno = [](std::size_t len) { return len >= (64u << 10) ? ENOMEM : 0; };
     FakeProvider prov(c);
     FakeHost host;
-    expect_valid("run-reg-fail", run_command(run_cfg({"64K"}), prov, host));
+    expect_valid("run-reg-fail", run_command(small_run({"64K"}), prov, host));
   }
   {
     FakeControl c;
     c.port_active = false;
     FakeProvider prov(c);
     FakeHost host;
-    expect_valid("run-not-ready", run_command(run_cfg({"64K"}), prov, host));
+    expect_valid("run-not-ready", run_command(small_run({"64K"}), prov, host));
   }
 }
 
@@ -146,13 +125,13 @@ TEST(Schema, ProbeReports) {
     c.reg_errno = [](std::size_t len) { return len > 100 * 4096 ? ENOMEM : 0; };
     FakeProvider prov(c);
     FakeHost host;
-    expect_valid("probe-boundary", probe_command(probe_cfg(), prov, host));
+    expect_valid("probe-boundary", probe_command(small_probe(), prov, host));
   }
   {
     FakeControl c;
     FakeProvider prov(c);
     FakeHost host;
-    expect_valid("probe-all-ok", probe_command(probe_cfg(), prov, host));
+    expect_valid("probe-all-ok", probe_command(small_probe(), prov, host));
   }
 }
 
@@ -161,7 +140,7 @@ TEST(Schema, ChurnReports) {
     FakeControl c;
     FakeProvider prov(c);
     FakeHost host;
-    expect_valid("churn-traffic", churn_command(churn_cfg(true), prov, host));
+    expect_valid("churn-traffic", churn_command(small_churn(3, true), prov, host));
   }
   {
     FakeControl c;
@@ -170,14 +149,14 @@ TEST(Schema, ChurnReports) {
     FakeProvider prov(c);
     FakeHost host;
     host.files.erase("/proc/buddyinfo");
-    expect_valid("churn-reg-fail", churn_command(churn_cfg(false), prov, host));
+    expect_valid("churn-reg-fail", churn_command(small_churn(3, false), prov, host));
   }
   {
     FakeControl c;
     c.port_active = false;
     FakeProvider prov(c);
     FakeHost host;
-    expect_valid("churn-not-ready", churn_command(churn_cfg(true), prov, host));
+    expect_valid("churn-not-ready", churn_command(small_churn(3, true), prov, host));
   }
 }
 
