@@ -98,7 +98,7 @@ TEST(Churn, RegistersAndDeregistersCountTimes) {
   ASSERT_TRUE(rep.baseline && rep.registered && rep.after);
   EXPECT_EQ(rep.after->vmallocinfo - rep.baseline->vmallocinfo, 2ull << 20);
   EXPECT_EQ(finalize(rep), kExitPass);
-  EXPECT_EQ(rep.verdict, "pass");
+  EXPECT_EQ(rep.verdict, Verdict::Pass);
   auto j = to_json(rep);
   EXPECT_EQ(j["command"], "churn");
   EXPECT_EQ(j["iterations"].size(), 5u);

@@ -63,7 +63,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Cli, UnknownCommandIsNamed) {
   auto r = run("bogus");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("unknown command 'bogus'; use run, serve, doctor or probe"), std::string::npos)
+  EXPECT_NE(r.err.find("unknown command 'bogus'; use run, serve, doctor, probe or churn"), std::string::npos)
       << r.err;
   auto n = run("");
   EXPECT_NE(n.err.find("a command is required"), std::string::npos) << n.err;

@@ -64,7 +64,7 @@ TEST(Report, TopLevelAndVerdicts) {
 
   r.results.push_back(sample("fail"));
   EXPECT_EQ(finalize(r), kExitFail);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, Verdict::Fail);
 
   RunReport m;
   auto s = sample("fail");

@@ -188,24 +188,10 @@ ChurnReport run_churn(Device& dev, QueuePair* qp, Peer* peer, const ChurnConfig&
 }
 
 int finalize(ChurnReport& r) {
-  if (r.error) {
-    r.verdict = "not_ready";
-    return kExitNotReady;
-  }
-  if (r.failure) {
-    if (r.failure->cause == cause::kMemlock || r.failure->cause == cause::kDeviceDown) {
-      r.verdict = "not_ready";
-      return kExitNotReady;
-    }
-    r.verdict = "fail";
-    return kExitFail;
-  }
-  if (r.iterations.size() == r.count && r.count > 0) {
-    r.verdict = "pass";
-    return kExitPass;
-  }
-  r.verdict = "fail";
-  return kExitFail;
+  if (r.error) r.verdict = Verdict::NotReady;
+  else if (r.failure) r.verdict = is_environment_cause(r.failure->cause) ? Verdict::NotReady : Verdict::Fail;
+  else r.verdict = r.count > 0 && r.iterations.size() == r.count ? Verdict::Pass : Verdict::Fail;
+  return exit_code(r.verdict);
 }
 
 nlohmann::json to_json(const KernelMemory& m) {
@@ -263,16 +249,10 @@ nlohmann::json to_json(const ChurnReport& r) {
     }
   }
   auto opt = [](const std::optional<KernelMemory>& m) { return m ? to_json(*m) : json(nullptr); };
-  json j = {
-      {"schema_version", kSchemaVersion},
-      {"tool", {{"name", "rxe-verify"}, {"version", kToolVersion}}},
-      {"command", "churn"},
+  json j = json_envelope("churn");
+  j.update({
       {"device", r.device.empty() ? json(nullptr) : json(r.device)},
-      {"module",
-       {{"name", "rdma_rxe"},
-        {"flavor", r.module.flavor},
-        {"version", r.module.version.empty() ? json(nullptr) : json(r.module.version)},
-        {"installed_rxe_kvfix", r.module.installed.empty() ? json(nullptr) : json(r.module.installed)}}},
+      {"module", to_json(r.module)},
       {"kernel", r.kernel},
       {"size", r.size},
       {"size_text", format_size(r.size)},
@@ -297,7 +277,7 @@ nlohmann::json to_json(const ChurnReport& r) {
         {"after_minus_baseline", delta_json(r.baseline, r.after)}}},
       {"failure", nullptr},
       {"error", r.error ? to_json(*r.error) : json(nullptr)},
-      {"verdict", r.verdict}};
+      {"verdict", r.verdict}});
   if (r.failure)
     j["failure"] = {{"iteration", r.failed_iteration ? json(r.failed_iteration) : json(nullptr)},
                     {"stage", r.failed_stage},
@@ -313,7 +293,7 @@ std::string to_text(const ChurnReport& r) {
   o << "\n";
   if (r.error) {
     o << "ERROR: " << r.error->summary << "\n  remedy: " << r.error->remedy << "\nverdict: "
-      << r.verdict << "\n";
+      << to_string(r.verdict) << "\n";
     return o.str();
   }
   o << "churn " << format_size(r.size) << (r.offset ? " @+" + std::to_string(r.offset) : "") << " x "
@@ -369,7 +349,7 @@ std::string to_text(const ChurnReport& r) {
     o << r.failed_stage << " [" << r.failure->cause << "]: " << r.failure->summary
       << "\n  remedy: " << r.failure->remedy << "\n";
   }
-  o << "verdict: " << r.verdict << "\n";
+  o << "verdict: " << to_string(r.verdict) << "\n";
   return o.str();
 }
 

@@ -79,7 +79,7 @@ struct ChurnReport {
   std::string failed_stage;       // allocate | register | traffic
   std::optional<Diagnosis> failure;
   std::optional<Diagnosis> error;  // environment failure before the first iteration
-  std::string verdict = "skip";    // pass | fail | not_ready
+  Verdict verdict = Verdict::Skip;  // pass | fail | not_ready
 };
 
 // Runs the churn. `qp`/`peer` are needed only with cfg.traffic (may be null otherwise).

@@ -1,5 +1,7 @@
 #include "oob.hpp"
 
+#include "report.hpp"  // kExit*
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -352,7 +354,7 @@ int run_server(Provider& prov, const ServeOptions& o) {
   if (int e = getaddrinfo(o.bind.empty() ? nullptr : o.bind.c_str(), ps.c_str(), &hints, &res)) {
     std::fprintf(stderr, "rxe-verify serve: error: cannot resolve bind address '%s': %s\n",
                  o.bind.c_str(), gai_strerror(e));
-    return 2;
+    return kExitUsage;
   }
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
   // Prefer an IPv6 dual-stack socket when binding to any.
@@ -362,7 +364,7 @@ int run_server(Provider& prov, const ServeOptions& o) {
   int fd = ::socket(pick->ai_family, pick->ai_socktype | SOCK_CLOEXEC, pick->ai_protocol);
   if (fd < 0) {
     std::fprintf(stderr, "rxe-verify serve: error: socket: %s\n", std::strerror(errno));
-    return 3;
+    return kExitNotReady;
   }
   LineSocket listener(fd);
   int one = 1, zero = 0;
@@ -373,7 +375,7 @@ int run_server(Provider& prov, const ServeOptions& o) {
                  "rxe-verify serve: error: cannot listen on port %u: %s (choose another with "
                  "--port)\n",
                  static_cast<unsigned>(o.port), std::strerror(errno));
-    return 3;
+    return kExitNotReady;
   }
   say("listening on TCP port " + ps + " (device " + o.device + ", gid index " +
       std::to_string(o.gid_index) + ")" + (o.forever ? "" : "; exits after one client"));
@@ -385,7 +387,7 @@ int run_server(Provider& prov, const ServeOptions& o) {
     if (pr == 0) {
       say("no client within " + std::to_string(static_cast<long long>(o.timeout)) +
           " s; giving up (use --timeout 0 to wait forever)");
-      return 3;
+      return kExitNotReady;
     }
     int cfd = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (cfd < 0) continue;
@@ -394,7 +396,7 @@ int run_server(Provider& prov, const ServeOptions& o) {
     std::string e = session(prov, o, client);
     if (!e.empty()) say("session ended: " + e);
     else say("client finished");
-    if (!o.forever) return e.empty() ? 0 : 1;
+    if (!o.forever) return e.empty() ? kExitPass : kExitFail;
   }
 }
 

@@ -82,7 +82,6 @@ struct ServeOptions {
   std::uint16_t port = kDefaultPort;
   double timeout = 300;  // seconds waiting for a client / between messages; 0 = none
   bool forever = false;
-  bool json = false;
   std::string module_flavor;
 };
 

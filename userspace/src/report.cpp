@@ -7,40 +7,57 @@
 
 namespace rxv {
 
-int finalize(RunReport& r) {
-  if (r.error) {
-    r.verdict = "not_ready";
-    return kExitNotReady;
+std::string to_string(Verdict v) {
+  switch (v) {
+    case Verdict::Pass: return "pass";
+    case Verdict::Fail: return "fail";
+    case Verdict::Skip: return "skip";
+    case Verdict::NotReady: return "not_ready";
+    case Verdict::Ready: return "ready";
+    case Verdict::Complete: return "complete";
+    case Verdict::BudgetExhausted: return "budget_exhausted";
   }
-  bool any_fail = false, any_pass = false, env = false;
+  return "fail";
+}
+
+void to_json(nlohmann::json& j, Verdict v) { j = to_string(v); }
+
+int exit_code(Verdict v) {
+  switch (v) {
+    case Verdict::Pass:
+    case Verdict::Ready:
+    case Verdict::Complete:
+    case Verdict::BudgetExhausted: return kExitPass;
+    case Verdict::Fail: return kExitFail;
+    case Verdict::NotReady: return kExitNotReady;
+    case Verdict::Skip: return kExitSkip;
+  }
+  return kExitFail;
+}
+
+bool is_environment_cause(const std::string& cause) {
+  return cause == cause::kMemlock || cause == cause::kDeviceDown;
+}
+
+namespace {
+Verdict run_verdict(const RunReport& r) {
+  if (r.error) return Verdict::NotReady;
+  bool any_fail = false, any_pass = false, all_fail_env = true;
   for (const auto& s : r.results) {
     if (s.result == "fail") {
       any_fail = true;
-      if (s.diagnosis && (s.diagnosis->cause == cause::kMemlock ||
-                          s.diagnosis->cause == cause::kDeviceDown))
-        env = true;
+      if (!(s.diagnosis && is_environment_cause(s.diagnosis->cause))) all_fail_env = false;
     }
     if (s.result == "pass") any_pass = true;
   }
-  if (any_fail) {
-    r.verdict = "fail";
-    bool all_env = env;
-    for (const auto& s : r.results)
-      if (s.result == "fail" && !(s.diagnosis && (s.diagnosis->cause == cause::kMemlock ||
-                                                  s.diagnosis->cause == cause::kDeviceDown)))
-        all_env = false;
-    if (all_env) {
-      r.verdict = "not_ready";
-      return kExitNotReady;
-    }
-    return kExitFail;
-  }
-  if (any_pass) {
-    r.verdict = "pass";
-    return kExitPass;
-  }
-  r.verdict = "skip";
-  return kExitSkip;
+  if (any_fail) return all_fail_env ? Verdict::NotReady : Verdict::Fail;
+  return any_pass ? Verdict::Pass : Verdict::Skip;
+}
+}  // namespace
+
+int finalize(RunReport& r) {
+  r.verdict = run_verdict(r);
+  return exit_code(r.verdict);
 }
 
 nlohmann::json to_json(const Diagnosis& d) {
@@ -82,26 +99,32 @@ nlohmann::json to_json(const SizeResult& s) {
   return j;
 }
 
+nlohmann::json json_envelope(const std::string& command) {
+  return {{"schema_version", kSchemaVersion},
+          {"tool", {{"name", "rxe-verify"}, {"version", kToolVersion}}},
+          {"command", command}};
+}
+
+nlohmann::json to_json(const ModuleIdentity& m) {
+  auto or_null = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+  return {{"name", "rdma_rxe"},
+          {"flavor", m.flavor},
+          {"version", or_null(m.version)},
+          {"installed_rxe_kvfix", or_null(m.installed)}};
+}
+
 nlohmann::json to_json(const RunReport& r) {
-  nlohmann::json j = {
-      {"schema_version", kSchemaVersion},
-      {"tool", {{"name", "rxe-verify"}, {"version", kToolVersion}}},
-      {"command", r.command},
+  nlohmann::json j = json_envelope(r.command);
+  j.update({
       {"device", r.device.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.device)},
-      {"module",
-       {{"name", "rdma_rxe"},
-        {"flavor", r.module.flavor},
-        {"version", r.module.version.empty() ? nlohmann::json(nullptr)
-                                             : nlohmann::json(r.module.version)},
-        {"installed_rxe_kvfix", r.module.installed.empty() ? nlohmann::json(nullptr)
-                                                           : nlohmann::json(r.module.installed)}}},
+      {"module", to_json(r.module)},
       {"kernel", r.kernel},
       {"transport", r.transport},
       {"gid_index", r.gid_index},
       {"seed", r.seed},
       {"results", nlohmann::json::array()},
       {"error", nullptr},
-      {"verdict", r.verdict}};
+      {"verdict", r.verdict}});
   for (const auto& s : r.results) j["results"].push_back(to_json(s));
   if (r.error) j["error"] = to_json(*r.error);
   return j;
@@ -154,7 +177,7 @@ std::string to_table(const RunReport& r) {
         << "\n  remedy: " << s.diagnosis->remedy << "\n";
     }
   }
-  o << "\nverdict: " << r.verdict << "\n";
+  o << "\nverdict: " << to_string(r.verdict) << "\n";
   return o.str();
 }
 

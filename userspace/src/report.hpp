@@ -20,6 +20,18 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitNotReady = 3;
 inline constexpr int kExitSkip = 4;
 
+// Every command's verdict; its JSON "verdict" and text are to_string() of it.
+enum class Verdict { Pass, Fail, Skip, NotReady, Ready, Complete, BudgetExhausted };
+// "pass", "fail", "skip", "not_ready", "ready", "complete", "budget_exhausted"
+std::string to_string(Verdict v);
+void to_json(nlohmann::json& j, Verdict v);  // json(v) is to_string(v)
+// The one mapping of verdicts to the exit codes above: pass, ready, complete and
+// budget_exhausted 0; fail 1; not_ready 3; skip 4.
+int exit_code(Verdict v);
+// Diagnosis causes that say the host cannot run the test rather than that the module
+// failed it (memlock, device_down): a failure of only these is not_ready.
+bool is_environment_cause(const std::string& cause);
+
 struct LoopStats {
   std::uint64_t bytes = 0;
   double seconds = 0;
@@ -62,12 +74,18 @@ struct RunReport {
   std::uint64_t seed = 0;
   std::vector<SizeResult> results;
   std::optional<Diagnosis> error;  // environment failure before any size ran
-  std::string verdict = "skip";    // pass | fail | skip | not_ready
+  Verdict verdict = Verdict::Skip;  // pass | fail | skip | not_ready
 };
 
 // Computes verdict and exit code from results/error.
 int finalize(RunReport& r);
 
+// The envelope every --json document starts with (schema_version, tool, command); the
+// one place it is written. Commands add their own fields to it.
+nlohmann::json json_envelope(const std::string& command);
+// The loaded module: {name: rdma_rxe, flavor, version, installed_rxe_kvfix} (nulls when
+// unknown); the one module writer of run, churn, doctor and probe.
+nlohmann::json to_json(const ModuleIdentity& m);
 nlohmann::json to_json(const Diagnosis& d);
 nlohmann::json to_json(const SizeResult& s);
 nlohmann::json to_json(const RunReport& r);

@@ -1,0 +1,62 @@
+// app/churn.cpp through the fakes: churn stops at the first failure and names its stage.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "app/app.hpp"
+#include "app_fixtures.hpp"
+#include "fake_host.hpp"
+#include "fake_verbs.hpp"
+
+using namespace rxv;
+using rxv::testing::FakeControl;
+using rxv::testing::FakeHost;
+using rxv::testing::FakeProvider;
+using rxv::testing::small_churn;
+
+TEST(AppChurn, EveryIterationPasses) {
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  Outcome out = churn_command(small_churn(3, true), prov, host);
+  EXPECT_EQ(out.exit, kExitPass);
+  EXPECT_EQ(out.report["verdict"], "pass");
+  EXPECT_EQ(out.report["iterations"].size(), 3u);
+}
+
+TEST(AppChurn, StopsAtTheFirstFailedRegistration) {
+  FakeControl c;
+  int calls = 0;
+  c.reg_errno = [&](std::size_t) { return ++calls == 2 ? ENOMEM : 0; };  // no staging: 1st, 2nd
+  FakeProvider prov(c);
+  FakeHost host;
+  Outcome out = churn_command(small_churn(5, false), prov, host);
+  EXPECT_EQ(out.exit, kExitFail);
+  EXPECT_EQ(out.report["verdict"], "fail");
+  EXPECT_EQ(out.report["iterations"].size(), 2u);  // nothing after the failure
+  EXPECT_EQ(out.report["failure"]["iteration"], 2);
+  EXPECT_EQ(out.report["failure"]["stage"], "register");
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(AppChurn, StopsAtTheFirstFailedTrafficLoop) {
+  FakeControl c;
+  c.corrupt_op_at = 0;  // the first WRITE of iteration 1 lands corrupted
+  FakeProvider prov(c);
+  FakeHost host;
+  Outcome out = churn_command(small_churn(4, true), prov, host);
+  EXPECT_EQ(out.exit, kExitFail);
+  EXPECT_EQ(out.report["iterations"].size(), 1u);
+  EXPECT_EQ(out.report["failure"]["iteration"], 1);
+  EXPECT_EQ(out.report["failure"]["stage"], "traffic");
+}
+
+TEST(AppChurn, TrafficWithThePortDownIsNotReady) {
+  FakeControl c;
+  c.port_active = false;
+  FakeProvider prov(c);
+  FakeHost host;
+  Outcome out = churn_command(small_churn(2, true), prov, host);
+  EXPECT_EQ(out.exit, kExitNotReady);
+  EXPECT_EQ(out.report["verdict"], "not_ready");
+}

@@ -1,0 +1,87 @@
+// app/doctor.cpp through the fake host: what makes a host ready or not.
+#include <gtest/gtest.h>
+
+#include "app/app.hpp"
+#include "fake_host.hpp"
+
+using namespace rxv;
+using rxv::testing::FakeHost;
+
+namespace {
+Outcome doctor(FakeHost& h, const std::string& size = "1G") {
+  DoctorCommandConfig o;
+  o.size = size;
+  return doctor_command(o, h);
+}
+bool has(const nlohmann::json& list, const std::string& word) {
+  for (const auto& s : list)
+    if (s.get<std::string>().find(word) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
+TEST(AppDoctor, ReadyHost) {
+  FakeHost h;
+  Outcome out = doctor(h);
+  EXPECT_EQ(out.exit, kExitPass);
+  EXPECT_EQ(out.report["verdict"], "ready");
+  EXPECT_TRUE(out.report["ready"].get<bool>());
+  EXPECT_TRUE(out.report["problems"].empty());
+  EXPECT_EQ(out.report["command"], "doctor");
+  EXPECT_EQ(out.report["devices"][0]["selected_gid_index"], 1);
+  EXPECT_NE(out.text.find("verdict     ready\n"), std::string::npos) << out.text;
+}
+
+TEST(AppDoctor, ModuleNotLoadedIsAProblem) {
+  FakeHost h;
+  h.mod = ModuleIdentity{};  // absent
+  Outcome out = doctor(h);
+  EXPECT_EQ(out.exit, kExitNotReady);
+  EXPECT_EQ(out.report["verdict"], "not_ready");
+  EXPECT_TRUE(has(out.report["problems"], "rdma_rxe is not loaded"));
+  EXPECT_NE(out.text.find("verdict     NOT READY\n"), std::string::npos);
+}
+
+TEST(AppDoctor, NoRxeDeviceOrNoActivePortIsAProblem) {
+  FakeHost h;
+  h.devices.clear();
+  Outcome none = doctor(h);
+  EXPECT_EQ(none.exit, kExitNotReady);
+  EXPECT_TRUE(has(none.report["problems"], "no rxe device"));
+
+  FakeHost d;
+  d.devices[0].port_active = false;
+  d.devices[0].port_state = "1: DOWN";
+  Outcome down = doctor(d);
+  EXPECT_EQ(down.exit, kExitNotReady);
+  EXPECT_TRUE(has(down.report["problems"], "ACTIVE port"));
+}
+
+TEST(AppDoctor, MemlockBelowTheSizeIsAProblemUnlessCapIpcLock) {
+  FakeHost h;
+  h.files["/proc/self/limits"] =
+      "Max locked memory         8388608              8388608              bytes     \n";
+  Outcome small = doctor(h, "1G");
+  EXPECT_EQ(small.exit, kExitNotReady);
+  EXPECT_TRUE(has(small.report["problems"], "RLIMIT_MEMLOCK"));
+  EXPECT_FALSE(small.report["memlock"]["sufficient"].get<bool>());
+  EXPECT_EQ(doctor(h, "1M").exit, kExitPass);  // 8 MiB is enough for 1 MiB
+
+  h.files["/proc/self/status"] = "CapEff:\t0000000000004000\n";  // CAP_IPC_LOCK (bit 14)
+  Outcome cap = doctor(h, "1G");
+  EXPECT_EQ(cap.exit, kExitPass);
+  EXPECT_TRUE(cap.report["memlock"]["cap_ipc_lock"].get<bool>());
+}
+
+TEST(AppDoctor, StockModuleAndDroppingFirewallWarnButStayReady) {
+  FakeHost h;
+  h.mod.flavor = "stock";
+  h.fw.combined.verdict = FwVerdict::Drop;
+  h.fw.combined.source = "nftables";
+  h.fw.combined.detail = "chain input: drop";
+  Outcome out = doctor(h);
+  EXPECT_EQ(out.exit, kExitPass);
+  EXPECT_TRUE(has(out.report["warnings"], "stock"));
+  EXPECT_TRUE(has(out.report["warnings"], "UDP 4791"));
+  EXPECT_EQ(out.report["firewall"]["roce_v2_input"], "drop");
+}

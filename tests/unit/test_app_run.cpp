@@ -1,0 +1,118 @@
+// app/run.cpp through the fakes: the loopback QP pair rebuilt after a failed size, and
+// the remaining sizes skipped after a two-host connection broke.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "app/app.hpp"
+#include "app_fixtures.hpp"
+#include "fake_host.hpp"
+#include "fake_verbs.hpp"
+
+using namespace rxv;
+using rxv::testing::FakeControl;
+using rxv::testing::FakeHost;
+using rxv::testing::FakeProvider;
+using rxv::testing::small_run;
+
+namespace {
+
+
+// Is something listening on 127.0.0.1:port (per /proc/net/tcp)?
+bool listening(unsigned port) {
+  std::ifstream f("/proc/net/tcp");
+  std::string line;
+  char want[8];
+  std::snprintf(want, sizeof want, ":%04X", port);
+  while (std::getline(f, line))
+    if (line.find(std::string(want) + " ") != std::string::npos &&
+        line.find(" 0A ") != std::string::npos)
+      return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(AppRun, LoopbackPassesEverySize) {
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  Outcome out = run_command(small_run({"64K,128K+16"}), prov, host);
+  EXPECT_EQ(out.exit, kExitPass);
+  ASSERT_TRUE(out.has_report);
+  EXPECT_EQ(out.report["verdict"], "pass");
+  EXPECT_EQ(out.report["transport"], "loopback");
+  EXPECT_EQ(out.report["gid_index"], 1);  // the RoCE v2 IPv4-mapped GID
+  ASSERT_EQ(out.report["results"].size(), 2u);
+  EXPECT_NE(out.text.find("64 KiB"), std::string::npos) << out.text;
+}
+
+TEST(AppRun, LoopbackRebuildsTheQpPairAfterAFailedSize) {
+  FakeControl c;
+  c.fail_op_at = 0;  // the first WRITE of the first size: its QP pair is broken
+  FakeProvider prov(c);
+  FakeHost host;
+  Outcome out = run_command(small_run({"64K", "64K", "64K"}), prov, host);
+  EXPECT_EQ(out.exit, kExitFail);
+  const auto& r = out.report["results"];
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0]["result"], "fail");
+  // the next sizes ran on a new pair instead of being skipped or failing on the old one
+  EXPECT_EQ(r[1]["result"], "pass") << r[1].dump();
+  EXPECT_EQ(r[2]["result"], "pass") << r[2].dump();
+  EXPECT_EQ(out.report["verdict"], "fail");
+}
+
+TEST(AppRun, TwoHostSkipsTheRemainingSizesAfterABrokenConnection) {
+  // The server is run_server on another fake device in this process: the fake QPs copy
+  // into its staging buffer directly, as RDMA would into the peer's memory.
+  FakeControl sc;
+  FakeProvider sprov(sc);
+  ServeOptions so;
+  so.device = "rxe0";
+  so.gid_index = 1;
+  so.bind = "127.0.0.1";
+  so.port = static_cast<std::uint16_t>(20000 + getpid() % 20000);
+  so.timeout = 30;
+  int server_rc = -1;
+  std::thread server([&] { server_rc = run_server(sprov, so); });
+  for (int i = 0; i < 500 && !listening(so.port); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(listening(so.port));
+
+  FakeControl c;
+  c.fail_op_at = 0;  // the client's QP breaks on its first operation
+  FakeProvider prov(c);
+  FakeHost host;
+  RunCommandConfig o = small_run({"64K", "128K", "256K"});
+  o.connect = "127.0.0.1:" + std::to_string(so.port);
+  Outcome out = run_command(o, prov, host);
+  server.join();
+  EXPECT_EQ(out.exit, kExitFail);
+  EXPECT_EQ(out.report["transport"], "tcp " + o.connect);
+  const auto& r = out.report["results"];
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0]["result"], "fail");
+  for (int i : {1, 2}) {
+    EXPECT_EQ(r[i]["result"], "skip") << r[i].dump();
+    EXPECT_EQ(r[i]["diagnosis"]["cause"], "skipped");
+  }
+  EXPECT_EQ(server_rc, kExitPass);  // the client said bye
+}
+
+TEST(AppRun, PortDownIsNotReadyWithAReport) {
+  FakeControl c;
+  c.port_active = false;
+  FakeProvider prov(c);
+  FakeHost host;
+  Outcome out = run_command(small_run({"64K"}), prov, host);
+  EXPECT_EQ(out.exit, kExitNotReady);
+  ASSERT_TRUE(out.has_report);
+  EXPECT_EQ(out.report["verdict"], "not_ready");
+  EXPECT_TRUE(out.text.empty());
+}

@@ -1,0 +1,95 @@
+// rxe-verify's commands as library functions: each takes its options (a *CommandConfig,
+// the option texts exactly as given on the command line), the verbs Provider and the
+// HostEnv, and returns an Outcome. cli.cpp parses options into these structs, calls one
+// command and prints the Outcome; unit tests call the commands with the fakes.
+//
+// A bad option value throws UsageError (exit 2); an environment found unable to run the
+// request before anything was pinned throws NotReadyError (exit 3). Progress and error
+// lines go to stderr as the command runs.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "app/host_env.hpp"
+#include "oob.hpp"
+#include "report.hpp"
+#include "verbs.hpp"
+
+namespace rxv {
+
+struct UsageError {
+  std::string msg;
+};
+struct NotReadyError {
+  std::string msg;
+};
+
+// What a command produced: its exit code, its JSON document (has_report: one exists; the
+// --json output) and its text output (stdout without --json).
+struct Outcome {
+  int exit = kExitPass;
+  bool has_report = false;
+  nlohmann::json report;
+  std::string text;
+};
+
+struct RunCommandConfig {
+  std::vector<std::string> sizes;
+  std::string offset = "0", mode = "sampled", msg_size = "64M", connect, device;
+  int gid_index = -1;
+  bool gid_given = false;
+  unsigned passes = 0, split = 1;
+  std::uint64_t seed = 0;
+  double timeout = 0;
+  bool json = false, no_progress = false, force = false;
+};
+Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host);
+
+struct ServeCommandConfig {
+  std::string device, bind;
+  int gid_index = -1;
+  bool gid_given = false;
+  unsigned port = kDefaultPort;
+  double timeout = 300;
+  bool forever = false;
+};
+// Serves until the client (or, with forever, never) finishes; no report.
+Outcome serve_command(const ServeCommandConfig& o, Provider& prov, HostEnv& host);
+
+struct DoctorCommandConfig {
+  std::string size = "1G";
+};
+Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host);
+
+struct ProbeCommandConfig {
+  std::string max, granularity = "64M", min, offset = "0", device;
+  double budget = 60;
+  bool json = false, force = false;
+};
+Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host);
+
+struct ChurnCommandConfig {
+  std::string size, offset = "0", device;
+  unsigned count = 0;
+  int gid_index = -1;
+  std::uint64_t seed = 0;
+  bool traffic = false, json = false, force = false;
+};
+Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host);
+
+// Device choice (pure): the requested name must exist; otherwise the first rxe device.
+// Returns the name, or "" with err and exit code (2 unknown name, 3 none).
+std::string choose_device(const std::vector<IbDevice>& sysfs_devs,
+                          const std::vector<std::string>& verbs_devs, const std::string& wanted,
+                          std::string& err, int& code);
+
+// -g/--gid-index against the device's GID table (non-zero entries from sysfs): false with
+// err naming the valid indexes. An unreadable (empty) table is accepted.
+bool check_gid_index(const IbDevice& dev, int index, std::string& err);
+
+// The host part of --connect: a name or an IP address (IPv6 without brackets once split).
+bool check_peer_host(const std::string& host, std::string& err);
+
+}  // namespace rxv

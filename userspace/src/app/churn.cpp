@@ -1,0 +1,73 @@
+// `rxe-verify churn`: the command around run_churn (churn.cpp): options, device, the
+// optional loopback for --traffic, and the report.
+#include <cstdio>
+
+#include "app/common.hpp"
+#include "churn.hpp"
+#include "engine.hpp"
+#include "size.hpp"
+
+namespace rxv {
+
+Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host) {
+  ChurnConfig cfg;
+  cfg.size = need_size("--size", o.size, false);
+  cfg.offset = need_offset(o.offset);
+  if (o.count == 0) usage("--count: must be at least 1");
+  cfg.count = o.count;
+  cfg.traffic = o.traffic;
+  cfg.run.mode = Mode::Sampled;
+  cfg.run.passes = 1;
+  cfg.read_buddyinfo = [&host] { return host.read("/proc/buddyinfo"); };
+  cfg.run.seed = seed_or_random(o.seed);
+  const std::uint64_t staging = cfg.traffic ? staging_bytes_for(cfg.run) : 0;
+  check_ram(host, "--size", cfg.size, cfg.size + cfg.offset + staging, o.force);
+
+  ChurnReport rep;
+  rep.kernel = host.kernel();
+  rep.module = host.module();
+  rep.size = cfg.size;
+  rep.offset = cfg.offset;
+  rep.count = cfg.count;
+  rep.traffic = cfg.traffic;
+  auto env_fail = [&](const SetupFailure& f) { return setup_failed("churn", f, rep); };
+  std::string err;
+  int code = 0;
+  DeviceChoice dc = resolve_device(prov, host, o.device, o.gid_index, err, code);
+  if (dc.name.empty()) {
+    if (code == kExitUsage) usage(err);
+    return env_fail({cause::kNoDevice, err, "", kExitNotReady});
+  }
+  rep.device = dc.name;
+  auto dev = prov.open(dc.name, err);
+  if (!dev) return env_fail({cause::kNoDevice, err, "", kExitNotReady});
+  PortInfo pi = dev->port();
+  DiagContext dctx = make_diag_context(host, pi.active, false, rep.module);
+  Loopback lb;
+  if (cfg.traffic) {
+    if (auto f = port_down(dc, pi)) return env_fail(*f);
+    QpParams qpp;
+    qpp.gid_index = dc.gid_index;
+    if (auto f = setup_loopback(*dev, qpp, staging, dctx, lb)) {
+      f->code = kExitNotReady;  // churn: any setup failure means the host cannot run it
+      return env_fail(*f);
+    }
+  }
+  if (!o.json)
+    std::fprintf(stderr, "rxe-verify: churn %s x %u%s ...\n", format_size(cfg.size).c_str(), cfg.count,
+                 cfg.traffic ? " with traffic" : "");
+  ChurnReport r = run_churn(*dev, lb.qa.get(), lb.peer.get(), cfg, dctx, [&host] { return host.kernel_memory(); });
+  r.kernel = rep.kernel;
+  r.module = rep.module;
+  r.device = rep.device;
+  int rc = finalize(r);
+  if (r.failure)
+    print_error("churn", (r.failed_iteration ? "iteration " + std::to_string(r.failed_iteration) + " of " +
+                                                   std::to_string(r.count) + ": "
+                                             : std::string()) +
+                             r.failed_stage + " failed [" + r.failure->cause + "]: " + r.failure->summary);
+  return reported(rc, to_json(r), to_text(r));
+}
+
+
+}  // namespace rxv

@@ -1,0 +1,210 @@
+#include "app/common.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+
+#include "memfit.hpp"
+#include "plan.hpp"
+#include "procfs.hpp"
+#include "size.hpp"
+
+namespace rxv {
+using nlohmann::json;
+
+void usage(const std::string& m) { throw UsageError{m}; }
+
+void size_usage(const std::string& what, const std::string& err) {
+  usage(what + ": " + err +
+        (err.find("(use") == std::string::npos ? "; write sizes like 16, 512M, 1G or 1G+16" : ""));
+}
+
+std::uint64_t need_size(const std::string& what, const std::string& text, bool allow_zero) {
+  auto p = parse_size(text);
+  if (!p.value) size_usage(what, p.error);
+  if (!allow_zero && *p.value == 0) usage(what + ": size must be greater than 0");
+  return *p.value;
+}
+
+std::uint64_t mem_total(HostEnv& host) {
+  auto mi = parse_meminfo(host.read("/proc/meminfo").value_or(""));
+  return mi ? mi->total : 0;
+}
+
+std::uint64_t need_offset(const std::string& text) {
+  std::uint64_t off = need_size("--offset", text, true);
+  if (off >= kPageSize)
+    usage("--offset: " + std::to_string(off) + " is not inside a page; use 0-" +
+          std::to_string(kPageSize - 1) + " (bytes into the first page, e.g. 16)");
+  return off;
+}
+
+void check_gid_option(bool given, int gid_index) {
+  if (given && gid_index < 0)
+    usage("--gid-index: " + std::to_string(gid_index) +
+          " is negative; use an index listed by `rxe-verify doctor` (or leave it out)");
+}
+
+void check_ram(HostEnv& host, const std::string& what, std::uint64_t requested,
+               std::uint64_t bytes, bool force) {
+  MemFit f = check_memory_fit(what, requested, bytes,
+                              parse_meminfo(host.read("/proc/meminfo").value_or("")), force);
+  if (f.code == kExitUsage) usage(f.error);
+  if (f.code) throw NotReadyError{f.error};
+}
+
+std::uint64_t seed_or_random(std::uint64_t seed) {
+  return seed ? seed
+              : static_cast<std::uint64_t>(
+                    std::chrono::steady_clock::now().time_since_epoch().count()) | 1;
+}
+
+void print_error(const std::string& cmd, const std::string& msg) {
+  std::fprintf(stderr, "rxe-verify %s: error: %s\n", cmd.c_str(), msg.c_str());
+}
+
+DeviceChoice resolve_device(Provider& prov, HostEnv& host, const std::string& wanted,
+                            int gid_opt, std::string& err, int& code) {
+  DeviceChoice c;
+  auto sys = host.ib_devices();
+  auto verbs = prov.list_devices();
+  c.name = choose_device(sys, verbs, wanted, err, code);
+  if (c.name.empty()) return c;
+  for (const auto& d : sys)
+    if (d.name == c.name) c.info = d;
+  if (gid_opt >= 0) {
+    c.gid_index = gid_opt;
+    if (!check_gid_index(c.info, gid_opt, err)) {
+      code = kExitUsage;
+      c.name.clear();
+    }
+  } else {
+    c.gid_index = select_gid_index(c.info.gids);
+    if (c.gid_index < 0) {
+      err = "device " + c.name +
+            " has no RoCE v2 GID (is its netdev up with an IP address?); pick one with "
+            "--gid-index";
+      code = kExitNotReady;
+      c.name.clear();
+    }
+  }
+  return c;
+}
+
+DiagContext make_diag_context(HostEnv& host, std::optional<bool> port_active, bool two_host,
+                              const ModuleIdentity& module) {
+  return [&host, port_active, two_host, module]() {
+    HostSnapshot h = snapshot(host);
+    DiagInput in;
+    in.buddyinfo = h.buddyinfo;
+    in.limits = h.limits;
+    in.meminfo = h.meminfo;
+    in.cap_eff = h.cap_eff;
+    in.module = module;
+    in.port_active = port_active;
+    in.two_host = two_host;
+    if (two_host) in.firewall = host.firewall().combined;
+    return in;
+  };
+}
+
+std::optional<SetupFailure> port_down(const DeviceChoice& dc, const PortInfo& pi) {
+  if (pi.active) return std::nullopt;
+  return SetupFailure{cause::kDeviceDown,
+                      "port 1 of " + dc.name + " is " + (pi.state_str.empty() ? "down" : pi.state_str),
+                      "bring its netdev up: `ip link set " +
+                          (dc.info.netdev.empty() ? std::string("<netdev>") : dc.info.netdev) + " up`",
+                      kExitNotReady};
+}
+
+std::string connect_qp_pair(Device& dev, const QpParams& p, std::unique_ptr<QueuePair>& qa,
+                            std::unique_ptr<QueuePair>& qb) {
+  std::string err;
+  qa = dev.create_qp(p, err);
+  if (!qa) return err.empty() ? "cannot create a QP" : err;
+  qb = dev.create_qp(p, err);
+  if (!qb) return err.empty() ? "cannot create a QP" : err;
+  if (auto e = qa->connect(qb->local_addr()); !e.empty()) return e;
+  if (auto e = qb->connect(qa->local_addr()); !e.empty()) return e;
+  return "";
+}
+
+std::optional<SetupFailure> setup_loopback(Device& dev, const QpParams& p,
+                                           std::uint64_t staging, const DiagContext& dctx,
+                                           Loopback& lb) {
+  if (auto e = connect_qp_pair(dev, p, lb.qa, lb.qb); !e.empty())
+    return SetupFailure{cause::kUnknown, e, "", kExitNotReady};
+  lb.peer = std::make_unique<LocalPeer>(dev, staging);
+  if (lb.peer->ok()) return std::nullopt;
+  DiagInput in = dctx();
+  in.stage = Stage::Register;
+  in.err = lb.peer->reg_errno();
+  in.size = staging;
+  auto d = diagnose(in);
+  return SetupFailure{d.cause,
+                      "cannot register the " + format_size(staging) + " staging buffer: " + d.summary,
+                      d.remedy, d.cause == cause::kMemlock ? kExitNotReady : kExitFail};
+}
+
+bool check_gid_index(const IbDevice& dev, int index, std::string& err) {
+  if (dev.gids.empty()) return true;  // GID table not readable: let the device decide
+  std::string have;
+  for (const auto& g : dev.gids) {
+    if (g.index == index) return true;
+    have += (have.empty() ? "" : ", ") + std::to_string(g.index);
+  }
+  err = "--gid-index " + std::to_string(index) + ": device " + dev.name + " has no GID " +
+        std::to_string(index) + " (valid: " + have + "); pick one listed by `rxe-verify doctor`";
+  return false;
+}
+
+bool check_peer_host(const std::string& host, std::string& err) {
+  bool ok = !host.empty() && host.size() <= 253;
+  for (char ch : host)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_' ||
+          ch == ':' || ch == '%'))
+      ok = false;
+  // a ':' in the host part means an IPv6 address (written without brackets and port)
+  if (ok && host.find(':') != std::string::npos) {
+    in6_addr a6{};
+    std::string addr = host.substr(0, host.find('%'));
+    ok = inet_pton(AF_INET6, addr.c_str(), &a6) == 1;
+  }
+  if (!ok)
+    err = "bad peer address '" + host +
+          "': use a host name or IP address, with an optional :PORT (IPv6: [ADDR]:PORT)";
+  return ok;
+}
+
+std::string choose_device(const std::vector<IbDevice>& sys, const std::vector<std::string>& verbs,
+                          const std::string& wanted, std::string& err, int& code) {
+  auto in_verbs = [&](const std::string& n) {
+    return verbs.empty() || std::find(verbs.begin(), verbs.end(), n) != verbs.end();
+  };
+  if (!wanted.empty()) {
+    bool known = std::find(verbs.begin(), verbs.end(), wanted) != verbs.end() ||
+                 std::any_of(sys.begin(), sys.end(), [&](const IbDevice& d) { return d.name == wanted; });
+    if (!known) {
+      std::string avail;
+      for (const auto& v : verbs) avail += (avail.empty() ? "" : ", ") + v;
+      err = "unknown device '" + wanted + "' (available: " + (avail.empty() ? "none" : avail) +
+            "); name one listed by `rxe-verify doctor`, or leave --device out";
+      code = kExitUsage;
+      return "";
+    }
+    return wanted;
+  }
+  for (const auto& d : sys)
+    if (d.rxe && in_verbs(d.name)) return d.name;
+  for (const auto& v : verbs)
+    if (v.rfind("rxe", 0) == 0) return v;
+  err = "no rxe device found (load rdma_rxe and run `rdma link add rxe0 type rxe netdev <netdev>`, or name one with --device)";
+  code = kExitNotReady;
+  return "";
+}
+
+}  // namespace rxv

@@ -1,0 +1,41 @@
+// `rxe-verify serve`: the responder side of a two-host run (oob.cpp holds the session).
+#include <cstdio>
+
+#include "app/common.hpp"
+#include "oob.hpp"
+
+namespace rxv {
+
+Outcome serve_command(const ServeCommandConfig& o, Provider& prov, HostEnv& host) {
+  if (o.port == 0 || o.port > 65535) usage("--port: must be 1-65535");
+  if (o.timeout < 0) usage("--timeout: must not be negative");
+  check_gid_option(o.gid_given, o.gid_index);
+  Outcome out;
+  std::string err;
+  int code = 0;
+  DeviceChoice dc = resolve_device(prov, host, o.device, o.gid_index, err, code);
+  if (dc.name.empty()) {
+    if (code == kExitUsage) usage(err);
+    print_error("serve", err);
+    out.exit = code;
+    return out;
+  }
+  ServeOptions so;
+  so.device = dc.name;
+  so.gid_index = dc.gid_index;
+  so.bind = o.bind;
+  so.port = static_cast<std::uint16_t>(o.port);
+  so.timeout = o.timeout;
+  so.forever = o.forever;
+  so.module_flavor = host.module().flavor;
+  auto fw = host.firewall();
+  if (fw.combined.verdict == FwVerdict::Drop)
+    std::fprintf(stderr,
+                 "rxe-verify serve: warning: this host's %s input rules drop RoCEv2 (UDP 4791): "
+                 "%s; transfers from the client will time out\n",
+                 fw.combined.source.c_str(), fw.combined.detail.c_str());
+  out.exit = run_server(prov, so);
+  return out;
+}
+
+}  // namespace rxv
