@@ -86,13 +86,14 @@ dkms.conf: dkms.conf.in META
 	mv $@.tmp $@
 
 # The DKMS source tree: dkms.conf, META (kmod/rxe-kvfix-prepare reads the
-# version from it), kmod/ and patches/ only.
+# version from it), what the build runs of kmod/ (not the test matrix kernels.tsv)
+# and patches/ only.
 $(DKMS_SRC): dkms.conf META $(wildcard kmod/* patches/*/*.patch)
 	rm -rf "$(DKMS_SRC)"
 	install -d "$(DKMS_SRC)/kmod" "$(DKMS_SRC)/patches/mainline" "$(DKMS_SRC)/patches/stable"
 	install -m 0644 dkms.conf META "$(DKMS_SRC)/"
 	install -m 0755 kmod/rxe-kvfix-prepare kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck "$(DKMS_SRC)/kmod/"
-	install -m 0644 kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/kernels.tsv "$(DKMS_SRC)/kmod/"
+	install -m 0644 kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c "$(DKMS_SRC)/kmod/"
 	install -m 0644 patches/mainline/*.patch "$(DKMS_SRC)/patches/mainline/"
 	install -m 0644 patches/stable/*.patch "$(DKMS_SRC)/patches/stable/"
 
