@@ -180,3 +180,28 @@ TEST(Schema, AMissingOrMistypedFieldIsRejected) {
   no_envelope.erase("schema_version");
   EXPECT_EQ(validate(write("broken-envelope", no_envelope)), 1);
 }
+
+// --find DIR, as the VM runner uses it on what a guest captured: rxe-verify documents are
+// validated, other tools' JSON is left alone, a truncated document is an error.
+int validate_dir(const fs::path& dir) {
+  std::string cmd = std::string(RXE_PYTHON3) + " " + RXE_TEST_SRC + "/validate_json.py --find '" +
+                    dir.string() + "' " + RXE_SCHEMA + " >/dev/null 2>&1";
+  int st = std::system(cmd.c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(Schema, FindModeChecksTheGuestsRxeVerifyDocuments) {
+  fs::path dir = out_dir() / "guest";
+  fs::create_directories(dir / "proof-k");
+  std::ofstream(dir / "proof-k" / "fixed-1G.json") << valid_run().dump(2) << "\n";
+  std::ofstream(dir / "results.json") << R"({"what": "the benchmark's own file"})" << "\n";
+  std::ofstream(dir / "empty.json") << "";
+  EXPECT_EQ(validate_dir(dir), 0);
+  auto broken = valid_run();
+  broken.erase("verdict");
+  std::ofstream(dir / "proof-k" / "stock-1G.json") << broken.dump(2) << "\n";
+  EXPECT_EQ(validate_dir(dir), 1);
+  fs::remove(dir / "proof-k" / "stock-1G.json");
+  std::ofstream(dir / "proof-k" / "stock-2G.json") << valid_run().dump(2).substr(0, 200);
+  EXPECT_EQ(validate_dir(dir), 1);
+}
