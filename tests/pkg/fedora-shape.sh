@@ -60,10 +60,20 @@ mkdir -p "$STATE/kernel-devel"
 mapfile -t KERNELS < <(cd "$MNT/lib/modules" && for d in *; do [[ -d $MNT/usr/src/linux-headers-$d ]] && echo "$d"; done | sort -V)
 ((${#KERNELS[@]})) || { echo "fedora-shape: no kernel build trees in $MNT/usr/src" >&2; exit 1; }
 
-# make_srpm SOURCE_TARBALL UPSTREAM: kernel-UPSTREAM-200.fc44.src.rpm in the root's cache
+# make_srpm SOURCE_TARBALL UPSTREAM: kernel-UPSTREAM-200.fc44.src.rpm in the root's
+# cache; made once per source tarball (its name, size and time: decompressing
+# it is most of the cost) and this script, kept in $SRPM_CACHE
+SRPM_CACHE=${RXE_CACHE:-/var/cache/rxe-kvfix}/fedora-shaped-srpms
 make_srpm() {
-	local src=$1 up=$2 xy d
+	local src=$1 up=$2 xy d key
 	xy=$(cut -d. -f1,2 <<<"$up")
+	key="$(basename "$src") $(stat -c '%s %Y' "$src") $(sha256sum <"${BASH_SOURCE[0]}")"
+	key=$(sha256sum <<<"$key" | cut -c1-12)
+	mkdir -p "$MNT/var/cache/rxe-kvfix/sources"
+	if compgen -G "$SRPM_CACHE/$key/kernel-$up-200.fc44*.src.rpm" >/dev/null; then
+		cp "$SRPM_CACHE/$key/kernel-$up-200.fc44"*.src.rpm "$MNT/var/cache/rxe-kvfix/sources/"
+		return 0
+	fi
 	d=$W/srpm-$up
 	mkdir -p "$d/x" "$d/rpm/SOURCES" "$d/rpm/SPECS"
 	tar -xf "$src" -C "$d/x" --strip-components=1 --wildcards --no-wildcards-match-slash "*/$RXE/*" "*/Makefile"
@@ -92,8 +102,9 @@ linux-source of linux $up, trimmed to the top Makefile and $RXE.
 EOF
 	rpmbuild -bs --define "_topdir $d/rpm" "$d/rpm/SPECS/kernel.spec" >"$d/rpmbuild.log" 2>&1 ||
 		{ echo "fedora-shape: rpmbuild -bs of kernel-$up failed: $(tail -n1 "$d/rpmbuild.log")" >&2; return 1; }
-	mkdir -p "$MNT/var/cache/rxe-kvfix/sources"
 	cp "$d"/rpm/SRPMS/kernel-"$up"-200.fc44*.src.rpm "$MNT/var/cache/rxe-kvfix/sources/"
+	mkdir -p "$SRPM_CACHE/$key.part" && cp "$d"/rpm/SRPMS/kernel-"$up"-200.fc44*.src.rpm "$SRPM_CACHE/$key.part/" &&
+		rm -rf "${SRPM_CACHE:?}/$key" && mv "$SRPM_CACHE/$key.part" "$SRPM_CACHE/$key"
 }
 
 # debian_source REL: Debian's linux-source tarball of kernel REL in the root

@@ -208,8 +208,7 @@ kernel-upgrade)
 	# only the dkms plugin: the others (loader entry, initrd) need the boot
 	# loader and dracut that this root does not have
 	if run env KERNEL_INSTALL_PLUGINS=/usr/lib/kernel/install.d/40-dkms.install \
-		kernel-install add "$K" "/lib/modules/$K/vmlinuz" &&
-		grep -q "kernel_postinst\|Autoinstall of module $M/$VER for kernel $K" <<<"$OUT$(cat /usr/lib/kernel/install.d/40-dkms.install)"; then
+		kernel-install add "$K" "/lib/modules/$K/vmlinuz"; then
 		t_pass
 		grep -E "Autoinstall|Building|Installing|rdma_rxe" <<<"$OUT" | head -n 4 | sed 's/^/     /'
 	else
