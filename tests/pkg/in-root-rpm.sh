@@ -38,7 +38,7 @@ ARCH=$(uname -m)
 
 resolved() { modinfo -k "$1" -n rdma_rxe 2>/dev/null; }
 intree() { find "/lib/modules/$1/kernel/drivers/infiniband/sw/rxe" -name 'rdma_rxe.ko*' 2>/dev/null; }
-archived() { find "/var/lib/dkms/$M/original_module/$1" -name 'rdma_rxe.ko*' 2>/dev/null; }
+archived() { find "/var/lib/dkms/$M/original_module/$1" -name 'rdma_rxe.ko*' ! -name '*.origin' 2>/dev/null; }
 ours() { find "/lib/modules/$1/extra" "/lib/modules/$1/updates" -name 'rdma_rxe.ko*' 2>/dev/null; }
 rpmver() { rpm -q --qf '%{VERSION}' "$1" 2>/dev/null; }
 # run CMD...: CMD's output appended to LOG and kept in OUT
