@@ -109,4 +109,28 @@ if ((rc == 1)) && grep -q "holds linux $UP, not $XY.999.*add --force" <<<"$out" 
 else
 	t_fail "exit $rc: $out"
 fi
+
+# a kernel whose release is not Fedora's N-V-R.arch (the Fedora-shaped test root
+# runs Debian kernels): the one SRPM of its upstream version in the cache
+t_start "release not of Fedora's form: the one kernel-$UP-*.src.rpm in the cache is used"
+mkdir -p "$W/cache2"
+cp "$SRPM" "$W/cache2/kernel-$UP-200.fc44.src.rpm"
+if out=$("$PREP" --cache "$W/cache2" --out "$W/out5" "$UP+test-amd64" 2>&1) && grep -q 'provider=srpm' "$W/out5/rxe-kvfix-source.txt"; then
+	t_pass
+	grep -m1 "using kernel-$UP" <<<"$out" | sed 's/^/     /'
+else
+	t_fail "$(tail -n1 <<<"$out")"
+fi
+
+# no source on a host whose os-release names Fedora: the dnf5 remedy, one line
+t_start "no source on Fedora (os-release ID=fedora): one line with dnf download --srpm kernel-<nvr>"
+printf 'ID=fedora\nVERSION_ID=44\n' >"$W/os-release"
+rc=0
+out=$(RXE_KVFIX_OS_RELEASE=$W/os-release "$PREP" --cache "$W/none" --out "$W/out6" "$FREL" 2>&1) || rc=$?
+if ((rc == 1)) && [[ $(wc -l <<<"$out") == 1 ]] && grep -q "; dnf download --srpm kernel-${FREL%.*} && mkdir -p $W/none && mv kernel-\*.src.rpm $W/none/" <<<"$out" && [[ ! -e $W/out6 ]]; then
+	t_pass
+	echo "     $out"
+else
+	t_fail "exit $rc: $out"
+fi
 exit $((T_FAILS > 0))

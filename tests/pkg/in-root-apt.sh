@@ -4,22 +4,24 @@
 # what DKMS built for every kernel of the root, then purge them and check that
 # nothing of ours is left.
 #
-#   in-root-apt.sh [--phase install|purge|all] SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT...
+#   in-root-apt.sh [--phase install|upgrade|purge|all] SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT...
 #
 # --phase install stops before the purge and --phase purge starts there, so that
 # tests/pkg/run can keep the installed state in between (the VM scenarios start from
 # it: each kernel's module is built by DKMS once per run). Default: all.
+# --phase upgrade: DEBDIR holds rxe-kvfix-dkms of a higher version; apt-get install
+# of it must leave exactly that version built and installed for every affected kernel.
 #
 # SRC: copy of the checkout (for tests/testlib.sh and META); SIGNER: the
 # common name the MOK placed for DKMS carries (modinfo -F signer must say it);
 # DEBDIR: holds rxe-kvfix-dkms_*.deb and rxe-verify_*.deb.
 set -euo pipefail
 
-usage() { echo "Usage: in-root-apt.sh [--phase install|purge|all] SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT..."; }
+usage() { echo "Usage: in-root-apt.sh [--phase install|upgrade|purge|all] SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT..."; }
 [[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
 PHASE=all
 if [[ ${1:-} == --phase ]]; then
-	case ${2:-} in install | purge | all) PHASE=$2 ;; *) usage >&2; exit 2 ;; esac
+	case ${2:-} in install | upgrade | purge | all) PHASE=$2 ;; *) usage >&2; exit 2 ;; esac
 	shift 2
 fi
 (($# >= 5)) || { usage >&2; exit 2; }
@@ -34,7 +36,7 @@ M=rxe-kvfix
 . "$SRC/kmod/rxe-kvfix-lib.sh"
 VER=$(rxe_kvfix_meta_version "$SRC")
 LOG=/tmp/in-root-apt.log
-[[ $PHASE == purge ]] || : >"$LOG"
+[[ $PHASE == purge || $PHASE == upgrade ]] || : >"$LOG"
 export DEBIAN_FRONTEND=noninteractive
 
 resolved() { modinfo -k "$1" -n rdma_rxe 2>/dev/null; }
@@ -48,6 +50,35 @@ boot_unit_wants() {
 	[[ -z $unit ]] || echo "/etc/systemd/system/$(sed -n 's/^WantedBy=//p' "$unit" | awk '{print $1}').wants/rxe-verify-boot.service"
 }
 fail_with_log() { t_fail "$1 ($(tail -n 3 "$LOG" | tr '\n' ' ' | cut -c1-300))"; }
+
+if [[ $PHASE == upgrade ]]; then
+	new=("$DEBDIR"/rxe-kvfix-dkms_*_all.deb)
+	NEW=$(dpkg-deb -f "${new[0]}" Version)
+	NEW=${NEW%-*}
+	t_start "$ROOTNAME: apt-get install rxe-kvfix-dkms $NEW over $VER (a package upgrade)"
+	if apt-get install -y --no-install-recommends "${new[@]}" >>"$LOG" 2>&1 &&
+		[[ $(dpkg-query -W -f '${Version}' rxe-kvfix-dkms) == "$NEW"-* ]]; then
+		t_pass
+	else
+		fail_with_log "apt-get install of $NEW failed"
+		exit 1
+	fi
+	t_start "$ROOTNAME: after the upgrade exactly $NEW is built and installed for every affected kernel, signed; nothing of $VER left"
+	bad=''
+	for spec in "$@"; do
+		K=${spec%%:*}
+		[[ ${spec#*:} == affected-* ]] || continue
+		p=$(resolved "$K")
+		[[ $p == "/lib/modules/$K/updates/dkms/rdma_rxe.ko"* && $(modinfo -F version "$p") == "$NEW-rxe-kvfix" &&
+			$(modinfo -F signer "$p" 2>/dev/null) == "$SIGNER" ]] || bad+=" $K:$p:$(modinfo -F version "$p" 2>&1)"
+	done
+	st=$(dkms status "$M" 2>&1)
+	[[ $st != *"$M/$VER"* ]] || bad+=" dkms-status-still-has-$VER"
+	[[ ! -e /usr/src/$M-$VER && ! -e /var/lib/dkms/$M/$VER ]] || bad+=" $VER-tree-left"
+	if [[ -z $bad ]]; then t_pass; echo "     $(tr '\n' ';' <<<"$st")"; else t_fail "$bad; dkms status: $(tr '\n' ' ' <<<"$st")"; fi
+	VER=$NEW
+	exit $((T_FAILS > 0))
+fi
 
 if [[ $PHASE != purge ]]; then
 	# offline: every dependency is in the root already, so apt installs exactly

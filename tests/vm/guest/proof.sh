@@ -14,6 +14,12 @@
 #            ib_write_bw over a 1026 MiB MR must fail; --split 4 (the
 #            workaround) passes and probe puts the boundary at <= 1 GiB
 #   fixed-quick  our module is loaded and 1 GiB + 16 B passes (upgrade scenario)
+#   stock-short, fixed-short  (fedora scenario) the same two sizes on both
+#            modules: 1 GiB+16 B and 2 GiB fail with ENOMEM and the page-allocator
+#            WARNING on the stock module, pass verified WRITE/READ loops on ours
+# DKMS installs our module to /updates/dkms, or to /extra where /etc/os-release
+# names Fedora or a relative (ID/ID_LIKE fedora or rhel): "fixed" checks the one
+# this guest's DKMS uses.
 #   fixed    our module (resolved by modprobe, checked): 1 GiB, 1 GiB+16 B, 1025 MiB, 2 GiB
 #            and 4 GiB pass sampled loops, 1 GiB passes the full-span loop,
 #            ib_write_bw and ib_read_bw pass over 1026 MiB MRs, probe reaches
@@ -23,7 +29,7 @@
 # /results/<phase>-<size>.json for the side-by-side table.
 set -uo pipefail
 
-usage() { echo "Usage: proof.sh KERNELRELEASE EXPECT [control|stock,fixed|fixed|fixed-quick [\"ib_write_bw ib_read_bw\"]]"; }
+usage() { echo "Usage: proof.sh KERNELRELEASE EXPECT [control|stock,fixed|fixed|fixed-quick|stock-short,fixed-short [\"ib_write_bw ib_read_bw\"]]"; }
 # shellcheck source=tests/vm/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-proof 2 "" "$@"
@@ -69,6 +75,17 @@ perftest() {
 [[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
 modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy || true
 
+DKMS_DEST=/updates/dkms
+# shellcheck disable=SC1091  # the guest's own os-release
+if (. /etc/os-release && [[ " ${ID:-} ${ID_LIKE:-} " == *" fedora "* || " ${ID:-} ${ID_LIKE:-} " == *" rhel "* ]]); then
+	DKMS_DEST=/extra
+fi
+# on the Fedora-shaped root (tests/pkg/fedora-shape.sh) every result says so
+if grep -q 'Fedora-shaped' /etc/os-release 2>/dev/null; then
+	eval "$(declare -f t_start | sed '1s/^t_start/rxe__t_start_plain/')"
+	t_start() { rxe__t_start_plain "Fedora-shaped (simulated) $1"; }
+fi
+
 for PHASE in ${PHASES//,/ }; do
 	dmesg -C
 	case $PHASE in
@@ -85,7 +102,7 @@ for PHASE in ${PHASES//,/ }; do
 		modprobe rdma_rxe
 		t_check "$K control: loaded module is stock" rxe_flavor stock
 		;;
-	stock)
+	stock | stock-short)
 		t_start "$K stock: the distribution's rdma_rxe loads"
 		if load_stock "$K"; then
 			t_pass
@@ -95,10 +112,10 @@ for PHASE in ${PHASES//,/ }; do
 			continue
 		fi
 		;;
-	fixed | fixed-quick)
+	fixed | fixed-quick | fixed-short)
 		t_start "$K fixed: modprobe rdma_rxe resolves to and loads rxe-kvfix"
 		path=$(modinfo -n rdma_rxe 2>/dev/null)
-		if [[ $path == */updates/dkms/rdma_rxe.ko* ]] && modprobe rdma_rxe && rxe_flavor rxe-kvfix; then
+		if [[ $path == "/lib/modules/$K$DKMS_DEST"/rdma_rxe.ko* ]] && modprobe rdma_rxe && rxe_flavor rxe-kvfix; then
 			t_pass
 			echo "     $path, version $(cat /sys/module/rdma_rxe/version)"
 		else
@@ -167,9 +184,28 @@ for PHASE in ${PHASES//,/ }; do
 			t_fail "ib_write_bw failed, but not on the MR: $(tail -n2 "$OUT/stock-ib_write_bw-$PT_SIZE.client" | tr '\n' ' ')"
 		fi
 		;;
-	fixed | fixed-quick)
+	stock-short)
+		for spec in 1G:16 2G:0; do
+			t_start "$K stock: ${spec%:*}+${spec#*:} B fails with ENOMEM, diagnosed as rxe metadata order"
+			f=$(rv stock "${spec%:*}" "${spec#*:}" sampled)
+			if [[ $(cat "$f.rc") == 1 && $(jget "$f" 'r["registered"] is False and r["reg_errno"] == 12 and r["metadata_order"] > 10 and (r.get("diagnosis") or {}).get("cause") == "rxe_metadata_order"') == true ]]; then
+				t_pass
+			else
+				t_fail "exit $(cat "$f.rc"): $(jget "$f" 'r.get("registered"), r.get("reg_errno"), r.get("diagnosis")') $(head -c 300 "$f.err")"
+			fi
+		done
+		t_start "$K stock: dmesg has the page allocator WARNING from __alloc_mr_page_info"
+		dmesg >"$OUT/stock-dmesg.txt"
+		if grep -q 'WARNING:' "$OUT/stock-dmesg.txt" && grep -q '__alloc_mr_page_info' "$OUT/stock-dmesg.txt"; then
+			t_pass
+		else
+			t_fail "no WARNING with __alloc_mr_page_info in dmesg"
+		fi
+		;;
+	fixed | fixed-quick | fixed-short)
 		sizes='1G:0 1G:16 1025M:0 2G:0 4G:0'
-		[[ $PHASE == fixed ]] || sizes='1G:16'
+		[[ $PHASE != fixed-quick ]] || sizes='1G:16'
+		[[ $PHASE != fixed-short ]] || sizes='1G:16 2G:0'
 		for spec in $sizes; do
 			t_start "$K fixed: ${spec%:*}+${spec#*:} B registers and passes sampled WRITE/READ loops"
 			f=$(rv fixed "${spec%:*}" "${spec#*:}" sampled)
@@ -211,7 +247,7 @@ for PHASE in ${PHASES//,/ }; do
 	rxe_dummy_down rxe0 d0
 	t_start "$K $PHASE: rdma_rxe unloads"
 	if rmmod rdma_rxe; then t_pass; else t_fail "rmmod rdma_rxe failed"; fi
-	if [[ $PHASE != stock ]]; then
+	if [[ $PHASE != stock* ]]; then
 		t_start "$K $PHASE: dmesg has no WARNING/BUG/Oops/lockdep report"
 		dmesg >"$OUT/$PHASE-dmesg.txt"
 		bad=$(dmesg_bad)

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# fedora-shape.sh: turn an overlay of the sid build root into a Fedora-shaped
+# root (simulated: Debian kernel, DKMS's Fedora code path, Fedora's file layout).
+# Nothing of Fedora itself is here: no Fedora kernel, no dnf, no Fedora rpmdb.
+# What is made Fedora's:
+#   - /etc/os-release and /usr/lib/os-release say ID=fedora VERSION_ID=44, so
+#     DKMS takes its Fedora branch (/extra, the in-tree module archived);
+#   - no Debian kernel source: linux-source-X.Y purged, the cached
+#     linux-source tarballs removed, so the SRPM provider is the only one;
+#   - each kernel's build tree where kernel-devel puts it: one merged tree
+#     /usr/src/kernels/REL (Debian's -common and -amd64 halves joined), with
+#     /lib/modules/REL/build and source pointing there;
+#   - a kernel source RPM per kernel, made here with rpmbuild in Fedora's shape
+#     (kernel.spec, Source0 linux-X.Y.Z.tar.xz, patch-X.Y-redhat.patch) from
+#     Debian's linux-source of the same upstream version, trimmed to the top
+#     Makefile and drivers/infiniband/sw/rxe (all the provider reads; repacking
+#     the whole 1.4 GB tree costs minutes), in /var/cache/rxe-kvfix/sources/
+#     where README tells Fedora users to put `dnf download --source kernel-...`;
+#   - Fedora's dkms kernel-install plugin (40-dkms.install runs
+#     `dkms kernel_postinst --kernelver REL`, as Fedora's dkms package ships it;
+#     Debian's calls /etc/kernel/postinst.d/dkms instead).
+#
+#   fedora-shape.sh [--stage REL]... [--unaffected TRIXIE_ROOT:REL] [--no-srpm] MNT
+#
+# --stage REL     REL's build tree is kept aside in /var/lib/rxe-kvfix-fedora-shape/
+#                 kernel-devel/REL (kernel-devel not yet installed); the upgrade step
+#                 moves it in place and runs kernel-install add (fedora-devel-install)
+# --unaffected T:REL  also give the root kernel REL from build root T (the trixie
+#                 root's 6.12.113, which does not need the fix): its build tree, kbuild
+#                 tools, the modules rdma_rxe needs and a source RPM of its source
+# --no-srpm       make no source RPMs (the negative case)
+# MNT must be an overlay of the sid root with proc/sys/dev mounted; run as root.
+set -euo pipefail
+
+usage() { sed -n '/^#   fedora-shape.sh/,/^# MNT must/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+readonly RXE=drivers/infiniband/sw/rxe
+readonly LABEL="Fedora-shaped (simulated: Debian kernel, DKMS's Fedora code path, Fedora's file layout)"
+
+STAGE=() UNAFF='' SRPMS=1 MNT=''
+while (($#)); do
+	case $1 in
+	--stage) [[ $# -ge 2 ]] || { echo "fedora-shape: --stage needs a kernel release" >&2; exit 2; }; STAGE+=("$2"); shift 2 ;;
+	--unaffected) [[ ${2:-} == *:* ]] || { echo "fedora-shape: --unaffected needs ROOTDIR:RELEASE" >&2; exit 2; }; UNAFF=$2; shift 2 ;;
+	--no-srpm) SRPMS=0; shift ;;
+	-h | --help) usage; exit 0 ;;
+	-*) echo "fedora-shape: unknown option '$1' (try --help)" >&2; exit 2 ;;
+	*) [[ -z $MNT ]] || { echo "fedora-shape: one MNT only (try --help)" >&2; exit 2; }; MNT=$1; shift ;;
+	esac
+done
+[[ -n $MNT && -d $MNT/usr/src ]] || { echo "fedora-shape: MNT must be an overlay of the sid root (try --help)" >&2; exit 2; }
+command -v rpmbuild >/dev/null || { echo "fedora-shape: rpmbuild is missing on the host (tests/host-deps)" >&2; exit 1; }
+in_mnt() { chroot "$MNT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
+
+W=$(mktemp -d /var/tmp/rxe-kvfix-fedora-shape.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+STATE=$MNT/var/lib/rxe-kvfix-fedora-shape
+mkdir -p "$STATE/kernel-devel"
+
+# the kernels of the root: every /lib/modules/REL with a Debian build tree
+mapfile -t KERNELS < <(cd "$MNT/lib/modules" && for d in *; do [[ -d $MNT/usr/src/linux-headers-$d ]] && echo "$d"; done | sort -V)
+((${#KERNELS[@]})) || { echo "fedora-shape: no kernel build trees in $MNT/usr/src" >&2; exit 1; }
+
+# make_srpm SOURCE_TARBALL UPSTREAM: kernel-UPSTREAM-200.fc44.src.rpm in the root's
+# cache; made once per source tarball (its name, size and time: decompressing
+# it is most of the cost) and this script, kept in $SRPM_CACHE
+SRPM_CACHE=${RXE_CACHE:-/var/cache/rxe-kvfix}/fedora-shaped-srpms
+make_srpm() {
+	local src=$1 up=$2 xy d key
+	xy=$(cut -d. -f1,2 <<<"$up")
+	key="$(basename "$src") $(stat -c '%s %Y' "$src") $(sha256sum <"${BASH_SOURCE[0]}")"
+	key=$(sha256sum <<<"$key" | cut -c1-12)
+	mkdir -p "$MNT/var/cache/rxe-kvfix/sources"
+	if compgen -G "$SRPM_CACHE/$key/kernel-$up-200.fc44*.src.rpm" >/dev/null; then
+		cp "$SRPM_CACHE/$key/kernel-$up-200.fc44"*.src.rpm "$MNT/var/cache/rxe-kvfix/sources/"
+		return 0
+	fi
+	d=$W/srpm-$up
+	mkdir -p "$d/x" "$d/rpm/SOURCES" "$d/rpm/SPECS"
+	tar -xf "$src" -C "$d/x" --strip-components=1 --wildcards --no-wildcards-match-slash "*/$RXE/*" "*/Makefile"
+	mv "$d/x" "$d/linux-$up"
+	tar -C "$d" -cJf "$d/rpm/SOURCES/linux-$up.tar.xz" "linux-$up"
+	# the distribution patch: one rxe change (the provider applies it) and one
+	# outside rxe (left out), as Fedora's patch-X.Y-redhat.patch touches both
+	cp -a "$d/linux-$up" "$d/b"
+	sed -i '1a /* fedora-shaped-distro-change: applied by rxe-kvfix-prepare */' "$d/b/$RXE/rxe_verbs.c"
+	sed -i -E 's/^EXTRAVERSION =.*/EXTRAVERSION = -fedora-shaped/' "$d/b/Makefile"
+	(cd "$d" && { diff -u --label "a/$RXE/rxe_verbs.c" --label "b/$RXE/rxe_verbs.c" "linux-$up/$RXE/rxe_verbs.c" "b/$RXE/rxe_verbs.c" || true; } |
+		sed "1i diff --git a/$RXE/rxe_verbs.c b/$RXE/rxe_verbs.c" >"rpm/SOURCES/patch-$xy-redhat.patch"
+		{ diff -u --label a/Makefile --label b/Makefile "linux-$up/Makefile" b/Makefile || true; } |
+			sed '1i diff --git a/Makefile b/Makefile' >>"rpm/SOURCES/patch-$xy-redhat.patch")
+	cat >"$d/rpm/SPECS/kernel.spec" <<EOF
+Name: kernel
+Version: $up
+Release: 200.fc44
+Summary: $LABEL kernel source package
+License: GPL-2.0-only
+Source0: linux-$up.tar.xz
+Patch1: patch-$xy-redhat.patch
+%description
+Made at test time by rxe-kvfix's tests/pkg/fedora-shape.sh from Debian's
+linux-source of linux $up, trimmed to the top Makefile and $RXE.
+EOF
+	rpmbuild -bs --define "_topdir $d/rpm" "$d/rpm/SPECS/kernel.spec" >"$d/rpmbuild.log" 2>&1 ||
+		{ echo "fedora-shape: rpmbuild -bs of kernel-$up failed: $(tail -n1 "$d/rpmbuild.log")" >&2; return 1; }
+	cp "$d"/rpm/SRPMS/kernel-"$up"-200.fc44*.src.rpm "$MNT/var/cache/rxe-kvfix/sources/"
+	mkdir -p "$SRPM_CACHE/$key.part" && cp "$d"/rpm/SRPMS/kernel-"$up"-200.fc44*.src.rpm "$SRPM_CACHE/$key.part/" &&
+		rm -rf "${SRPM_CACHE:?}/$key" && mv "$SRPM_CACHE/$key.part" "$SRPM_CACHE/$key"
+}
+
+# debian_source REL: Debian's linux-source tarball of kernel REL in the root
+debian_source() {
+	local rel=$1 xy ver t
+	xy=$(cut -d. -f1,2 <<<"${rel%%+*}")
+	ver=$(dpkg-query --admindir="$MNT/var/lib/dpkg" -W -f '${Version}' "linux-headers-$rel" 2>/dev/null)
+	for t in "$MNT/var/cache/rxe-kvfix/sources/linux-source-${xy}_$ver.tar.xz" "$MNT/usr/src/linux-source-$xy.tar.xz"; do
+		[[ -f $t ]] || continue
+		[[ $t != */usr/src/* ]] || [[ $(dpkg-query --admindir="$MNT/var/lib/dpkg" -W -f '${Version}' "linux-source-$xy" 2>/dev/null) == "$ver" ]] || continue
+		realpath "$t"
+		return 0
+	done
+	return 1
+}
+
+# 1. source RPMs, from Debian's sources while the root still has them
+if ((SRPMS)); then
+	pids=()
+	for k in "${KERNELS[@]}"; do
+		src=$(debian_source "$k") || { echo "fedora-shape: no Debian linux-source of $k in the root" >&2; exit 1; }
+		# a symlink into the root resolves on the host through MNT
+		[[ -f $src ]] || src=$MNT$(readlink "$src")
+		make_srpm "$src" "${k%%+*}" &
+		pids+=($!)
+	done
+	if [[ -n $UNAFF ]]; then
+		troot=${UNAFF%%:*} urel=${UNAFF#*:}
+		uxy=$(cut -d. -f1,2 <<<"${urel%%+*}")
+		uver=$(dpkg-query --admindir="$troot/var/lib/dpkg" -W -f '${Version}' "linux-headers-$urel")
+		make_srpm "$troot/var/cache/rxe-kvfix/sources/linux-source-${uxy}_$uver.tar.xz" "${urel%%+*}" &
+		pids+=($!)
+	fi
+	for p in "${pids[@]}"; do wait "$p" || exit 1; done
+fi
+
+# 2. no Debian kernel source
+mapfile -t srcpkgs < <(dpkg-query --admindir="$MNT/var/lib/dpkg" -W -f '${Package}\n' 'linux-source-*' 2>/dev/null || true)
+((${#srcpkgs[@]} == 0)) || in_mnt dpkg --purge "${srcpkgs[@]}" >/dev/null
+rm -f "$MNT"/var/cache/rxe-kvfix/sources/linux-source-* "$MNT"/var/cache/rxe-kvfix/sources/linux-[0-9]*.tar.* "$MNT"/usr/src/linux-source-*
+
+# 3. kernel-devel's layout: /usr/src/kernels/REL, one merged tree
+fedora_tree() { # SRCROOT REL DEST: Debian's two halves of REL from SRCROOT joined in DEST
+	local r=$1 rel=$2 dest=$3 kb common
+	kb=$(readlink "$r/usr/src/linux-headers-$rel/scripts")
+	kb=${kb#../../}
+	kb=/usr/${kb%/scripts}
+	common=$(sed -n 's|^include /usr/src/\(.*\)/Makefile$|\1|p' "$r/usr/src/linux-headers-$rel/Makefile")
+	[[ -n $common && -d $r/usr/src/$common ]] || { echo "fedora-shape: $rel: unexpected Debian headers layout" >&2; return 1; }
+	mkdir -p "$dest"
+	cp -a "$r/usr/src/$common/." "$dest/"
+	tar -C "$r/usr/src/linux-headers-$rel" --exclude=./Makefile --exclude=./scripts --exclude=./tools -cf - . | tar -C "$dest" -xf -
+	rm -f "$dest/scripts" "$dest/tools"
+	ln -s "$kb/scripts" "$dest/scripts"
+	ln -s "$kb/tools" "$dest/tools"
+}
+for k in "${KERNELS[@]}"; do
+	if [[ " ${STAGE[*]} " == *" $k "* ]]; then dest=$STATE/kernel-devel/$k; else dest=$MNT/usr/src/kernels/$k; fi
+	fedora_tree "$MNT" "$k" "$dest"
+	rm -rf "$MNT/usr/src/linux-headers-$k" "$MNT/usr/src/linux-headers-${k%-amd64}-common"
+	rm -f "$MNT/lib/modules/$k/build" "$MNT/lib/modules/$k/source"
+	if [[ $dest == "$MNT"/usr/src/kernels/* ]]; then
+		ln -s "/usr/src/kernels/$k" "$MNT/lib/modules/$k/build"
+		ln -s "/usr/src/kernels/$k" "$MNT/lib/modules/$k/source"
+	fi
+done
+
+# 4. the unaffected kernel from another build root: its tree, kbuild tools, and
+# the modules that rdma_rxe needs (modinfo and modprobe resolve it like a kernel's)
+if [[ -n $UNAFF ]]; then
+	troot=${UNAFF%%:*} urel=${UNAFF#*:}
+	fedora_tree "$troot" "$urel" "$MNT/usr/src/kernels/$urel"
+	kb=$(readlink "$MNT/usr/src/kernels/$urel/scripts")
+	mkdir -p "$MNT${kb%/scripts}"
+	cp -a "$troot${kb%/scripts}/." "$MNT${kb%/scripts}/"
+	mkdir -p "$MNT/lib/modules/$urel"
+	cp -a "$troot/lib/modules/$urel"/modules.* "$MNT/lib/modules/$urel/"
+	cp -a "$troot/boot/config-$urel" "$MNT/boot/" 2>/dev/null || true
+	while read -r _ ko; do
+		mkdir -p "$MNT$(dirname "$ko")"
+		cp -a "$troot$ko" "$MNT$ko"
+	done < <(chroot "$troot" /sbin/modprobe -S "$urel" --show-depends rdma_rxe | awk '$1 == "insmod" {print $1, $2}')
+	ln -s "/usr/src/kernels/$urel" "$MNT/lib/modules/$urel/build"
+	ln -s "/usr/src/kernels/$urel" "$MNT/lib/modules/$urel/source"
+fi
+
+# 5. Fedora's os-release and dkms kernel-install plugin
+rm -f "$MNT/etc/os-release"
+cat >"$MNT/usr/lib/os-release" <<EOF
+NAME="Fedora Linux"
+VERSION="44 ($LABEL)"
+ID=fedora
+VERSION_ID=44
+PLATFORM_ID="platform:f44"
+PRETTY_NAME="Fedora Linux 44, $LABEL"
+EOF
+cp "$MNT/usr/lib/os-release" "$MNT/etc/os-release"
+cat >"$MNT/usr/lib/kernel/install.d/40-dkms.install" <<'EOF'
+#!/bin/bash
+# Fedora-shaped: what Fedora's dkms package ships as this plugin does
+case "$1" in
+add) dkms kernel_postinst --kernelver "$2" ;;
+remove) dkms kernel_prerm --kernelver "$2" ;;
+esac
+EOF
+chmod 0755 "$MNT/usr/lib/kernel/install.d/40-dkms.install"
+printf '%s\n' "$LABEL" >"$STATE/label"
+printf 'kernels=%s staged=%s unaffected=%s srpms=%s\n' "${KERNELS[*]}" "${STAGE[*]}" "${UNAFF#*:}" \
+	"$(find "$MNT/var/cache/rxe-kvfix/sources" -name 'kernel-*.src.rpm' -printf '%f ' 2>/dev/null)" | tee "$STATE/made"

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# fedora.sh: rxe-kvfix's RPMs on a Fedora-shaped root (simulated: Debian kernel,
+# DKMS's Fedora code path, Fedora's file layout), installed with rpm. Stage
+# "fedora" of tests/pkg/run; tests/pkg/fedora-shape.sh makes the root from an
+# overlay of the sid root, tests/pkg/in-root-rpm.sh runs each step in it:
+#   1. rpm -i rxe-kvfix-dkms rxe-verify with kernel A (the root's upgrade-from
+#      kernel) and the unaffected kernel of the trixie root: %post builds A from
+#      the Fedora SRPM, installs under /extra, archives the in-tree module, skips
+#      the unaffected kernel; rpm -V kernel-modules shows what DKMS moved
+#   2. rpm -U rxe-kvfix-dkms of a bumped version: exactly the new version left,
+#      built for every kernel
+#   3. a kernel upgrade: kernel B's kernel-devel arrives, `kernel-install add`
+#      runs Fedora's dkms plugin (dkms kernel_postinst): B built and resolved
+#      (this installed state is kept for the VM scenario fedora: --keep DIR)
+#   4. rpm -e: the in-tree module back, nothing of ours left
+#   5. negative: the root without its source RPMs: rpm -i succeeds, DKMS fails
+#      with the one-line dnf remedy, the in-tree module stays
+#
+#   fedora.sh --rpms DIR --bump-rpms DIR [--keep DIR] [--quick]
+#
+# --rpms DIR       rxe-kvfix-dkms-V-R.noarch.rpm and rxe-verify-V-R.ARCH.rpm (make rpm)
+# --bump-rpms DIR  rxe-kvfix-dkms of a higher version (build-rpm --dkms-only)
+# --keep DIR       keep the installed state after step 3 (upper layer and the
+#                  lower root it belongs to) for tests/vm/scenarios.d/*-fedora
+# --quick          no unaffected kernel (it comes from the trixie root, which the
+#                  quick pkg stage does not build): SKIPped with that reason
+# Results: testlib lines, suite pkg-fedora; TSV appended to $RXE_RESULTS.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+RXE_PROG='pkg-fedora'
+export RXE_PROG
+# shellcheck source=tests/vm/lib.sh
+. "$REPO/tests/vm/lib.sh"
+# shellcheck source=tests/testlib.sh
+. "$REPO/tests/testlib.sh"
+t_suite pkg-fedora
+
+usage() { sed -n '/^#   fedora.sh --rpms/,/^# Results/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+RPMS='' BUMP='' KEEP='' QUICK=0
+while (($#)); do
+	case $1 in
+	--rpms) [[ -d ${2:-} ]] || { echo "fedora.sh: --rpms needs a directory" >&2; exit 2; }; RPMS=$(realpath "$2"); shift 2 ;;
+	--bump-rpms) [[ -d ${2:-} ]] || { echo "fedora.sh: --bump-rpms needs a directory" >&2; exit 2; }; BUMP=$(realpath "$2"); shift 2 ;;
+	--keep) [[ -n ${2:-} ]] || { echo "fedora.sh: --keep needs a directory" >&2; exit 2; }; KEEP=$2; shift 2 ;;
+	--quick) QUICK=1; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "fedora.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+	esac
+done
+[[ -n $RPMS && -n $BUMP ]] || { usage >&2; exit 2; }
+[[ $(id -u) == 0 ]] || { echo "fedora.sh: needs root (chroot, overlay mounts)" >&2; exit 2; }
+
+echo "--- Fedora-shaped (simulated: Debian kernel, DKMS's Fedora code path, Fedora's file layout): rpm install, kernel upgrade, rpm -U, rpm -e, no SRPM"
+T0=$SECONDS
+A=$(rxe_matrix_role upgrade-from sid | head -n1)
+B=$(rxe_matrix_primary)
+[[ -n $A && -n $B && $A != "$B" ]] || { t_fail "Fedora-shaped: kernels" "kmod/kernels.tsv needs an upgrade-from and a primary kernel in the sid root"; exit 1; }
+expect() { rxe_matrix_row "$1" | awk '{print $5}'; }
+U=$(rxe_matrix_lines | awk '$5 == "unaffected" {print $1 " " $3; exit}')
+lower=$("$REPO/tests/vm/mkroot" sid | tail -n1)
+unaff=()
+if ((QUICK)); then
+	t_skip "Fedora-shaped: an unaffected kernel skipped by %post" "--quick: its kernel comes from the trixie root, which the quick run does not build"
+	U=''
+elif [[ -n $U ]] && troot=$("$REPO/tests/vm/mkroot" "${U#* }" | tail -n1); then
+	unaff=(--unaffected "$troot:${U% *}")
+	U=${U% *}
+else
+	t_skip "Fedora-shaped: an unaffected kernel skipped by %post" "kmod/kernels.tsv has no unaffected kernel or its root cannot be built"
+	U=''
+fi
+
+MNT=$(mktemp -d /var/tmp/rxe-kvfix-fedora.XXXXXX)
+# shellcheck disable=SC2317 # called by the trap
+cleanup() { rxe_overlay_umount "$MNT" 2>/dev/null || true; rmdir "$MNT" 2>/dev/null || true; }
+trap cleanup EXIT
+rxe_overlay_mount "$lower" "$MNT"
+t0=$SECONDS
+t_start "Fedora-shaped root made from the sid root: os-release fedora 44, no linux-source, /usr/src/kernels, source RPMs"
+if out=$("$HERE/fedora-shape.sh" --stage "$B" "${unaff[@]}" "$MNT" 2>&1); then
+	t_pass
+	echo "     $(tail -n1 <<<"$out") ($((SECONDS - t0)) s)"
+else
+	t_fail "$(tail -n2 <<<"$out" | tr '\n' ' ')"
+	exit 1
+fi
+rxe_copy_checkout "$MNT"
+mkdir -p "$MNT/root/rpms" "$MNT/root/rpms-bump"
+cp "$RPMS"/rxe-kvfix-dkms-*.noarch.rpm "$RPMS"/rxe-verify-*.rpm "$MNT/root/rpms/"
+rm -f "$MNT"/root/rpms/*.src.rpm
+cp "$BUMP"/rxe-kvfix-dkms-*.noarch.rpm "$MNT/root/rpms-bump/"
+
+rc=0
+step() { # NAME ARGS...: one step of in-root-rpm.sh, its cost
+	local t=$SECONDS r=0
+	chroot "$MNT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+		RXE_RESULTS=/root/results.tsv /root/rxe-kvfix/tests/pkg/in-root-rpm.sh /root/rxe-kvfix "$@" || r=$?
+	echo "--- Fedora-shaped $1: $((SECONDS - t)) s"
+	((r == 0)) || rc=1
+	return "$r"
+}
+specA=("$A:$(expect "$A")")
+[[ -z $U ]] || specA+=("$U:unaffected")
+if step install /root/rpms "${specA[@]}"; then
+	step rpm-upgrade /root/rpms-bump "${specA[@]}" || true
+	step kernel-upgrade "$B" || true
+	if [[ -n $KEEP ]]; then
+		upper=$(findmnt -n -o OPTIONS --mountpoint "$MNT" | tr ',' '\n' | sed -n 's/^upperdir=//p' | head -n1)
+		rm -rf "$KEEP" && mkdir -p "$KEEP"
+		cp -a "$upper" "$KEEP/upper"
+		rm -rf "$KEEP/upper/root/rxe-kvfix" "$KEEP/upper/root/results.tsv"
+		printf '%s\n' "$lower" >"$KEEP/lower"
+		echo "     installed Fedora-shaped state kept for the VM scenario: $(du -sh "$KEEP/upper" | cut -f1)"
+	fi
+	step erase "$A" "$B" ${U:+"$U"} || true
+	# 5. the same root without its source RPMs
+	rm -f "$MNT"/var/cache/rxe-kvfix/sources/kernel-*.src.rpm
+	step negative /root/rpms "$A" || true
+fi
+[[ -z ${RXE_RESULTS:-} || ! -f $MNT/root/results.tsv ]] || cat "$MNT/root/results.tsv" >>"$RXE_RESULTS"
+echo "--- Fedora-shaped total: $((SECONDS - T0)) s"
+exit "$rc"

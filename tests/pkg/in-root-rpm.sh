@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# in-root-rpm.sh: rxe-kvfix's RPMs installed with rpm in a Fedora-shaped root
+# (simulated: Debian kernel, DKMS's Fedora code path, Fedora's file layout; made
+# by tests/pkg/fedora-shape.sh), inside a chroot of it, offline. One step a call:
+#
+#   in-root-rpm.sh SRC STEP [ARGS]
+#     install RPMDIR REL:EXPECT...  the base (below), a kernel-modules package for
+#                                   the first kernel, rpm -i rxe-kvfix-dkms rxe-verify:
+#                                   %post builds through DKMS for every kernel
+#     kernel-upgrade REL            kernel-devel of REL moved in place (as dnf does),
+#                                   `kernel-install add`: Fedora's dkms plugin
+#     rpm-upgrade RPMDIR REL:EXPECT...  rpm -U rxe-kvfix-dkms of a bumped version
+#     erase REL...                  rpm -e both; nothing of ours left
+#     negative RPMDIR REL           no source RPM: rpm -i succeeds, DKMS fails with
+#                                   the dnf remedy, the in-tree module stays; rpm -e
+#
+# Dependencies: the root's rpmdb is empty (its software came from dpkg), so a
+# base package "fedora-shaped-base" provides exactly the capabilities our RPMs
+# require, each one checked here against what the root really has (a command,
+# a file, a library soname and its symbol version); rpm then checks
+# dependencies as on Fedora: nothing is installed with --nodeps.
+# Results: testlib lines (suite pkg-fedora), TSV in $RXE_RESULTS.
+set -euo pipefail
+
+usage() { sed -n '/^#   in-root-rpm.sh/,/^#     negative/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+(($# >= 2)) || { usage >&2; exit 2; }
+SRC=$1 STEP=$2
+shift 2
+# shellcheck source=tests/testlib.sh
+. "$SRC/tests/testlib.sh"
+t_suite pkg-fedora
+M=rxe-kvfix
+F="Fedora-shaped"
+LOG=/tmp/in-root-rpm.log
+CACHE=/var/cache/rxe-kvfix/sources
+ARCH=$(uname -m)
+
+resolved() { modinfo -k "$1" -n rdma_rxe 2>/dev/null; }
+intree() { find "/lib/modules/$1/kernel/drivers/infiniband/sw/rxe" -name 'rdma_rxe.ko*' 2>/dev/null; }
+archived() { find "/var/lib/dkms/$M/original_module/$1" -name 'rdma_rxe.ko*' ! -name '*.origin' 2>/dev/null; }
+ours() { find "/lib/modules/$1/extra" "/lib/modules/$1/updates" -name 'rdma_rxe.ko*' 2>/dev/null; }
+rpmver() { rpm -q --qf '%{VERSION}' "$1" 2>/dev/null; }
+# run CMD...: CMD's output appended to LOG and kept in OUT
+run() { local rc=0; OUT=$("$@" 2>&1) || rc=$?; printf '+ %s\n%s\n' "$*" "$OUT" >>"$LOG"; return "$rc"; }
+logtail() { tail -n 3 <<<"$OUT" | tr '\n' ' ' | cut -c1-300; }
+
+# check_built REL VER: REL has our module VER under /extra, found first by
+# modinfo and modprobe, built from the SRPM provider, the in-tree module archived
+check_built() {
+	local k=$1 ver=$2 p dep src prov
+	t_start "$F: $k: DKMS installed rdma_rxe $ver under /extra; modinfo -n and modprobe --show-depends resolve it"
+	p=$(resolved "$k")
+	dep=$(modprobe -S "$k" --show-depends rdma_rxe 2>&1 | tail -n1)
+	if [[ $p == "/lib/modules/$k/extra/rdma_rxe.ko"* && $dep == "insmod $p"* && $(modinfo -F version "$p") == "$ver-rxe-kvfix" ]]; then
+		t_pass
+		echo "     $dep"
+	else
+		t_fail "modinfo -n '$p', modprobe: '$dep', version '$(modinfo -F version "$p" 2>&1)'; dkms: $(dkms status "$M" 2>&1 | tr '\n' ' ')"
+		return 0
+	fi
+	t_start "$F: $k: built from the Fedora kernel source RPM (provenance: provider=srpm, the rxe part of patch-X.Y-redhat.patch applied)"
+	src=/var/lib/dkms/$M/$ver/$k/$ARCH/log/rxe-kvfix-source.txt
+	prov=$(cat "$src" 2>/dev/null || true)
+	if [[ $prov == *"provider=srpm"* && $prov == *"source=$CACHE/kernel-"*".src.rpm"* ]] &&
+		grep -q 'applied the rxe part of distribution patch patch-' "/var/lib/dkms/$M/$ver/$k/$ARCH/log/make.log" 2>/dev/null; then
+		t_pass
+		echo "     $prov"
+	else
+		t_fail "provenance $src: '${prov:-missing}'"
+	fi
+	t_start "$F: $k: the in-tree rdma_rxe archived in /var/lib/dkms/$M/original_module (DKMS's Fedora path)"
+	if [[ -z $(intree "$k") && -n $(archived "$k") ]]; then
+		t_pass
+		echo "     $(archived "$k")"
+	else
+		t_fail "in-tree: '$(intree "$k")', archived: '$(archived "$k")'"
+	fi
+}
+
+# check_skipped REL: REL (unaffected) got nothing of ours; its own module resolves
+check_skipped() {
+	local k=$1 p
+	t_start "$F: $k: unaffected, skipped by %post without failing the transaction; its own rdma_rxe resolves"
+	p=$(resolved "$k")
+	if [[ -n $(ours "$k") || $p != "/lib/modules/$k/kernel/"* ]]; then
+		t_fail "ours: '$(ours "$k")', modinfo -n '$p'"
+	elif ! grep -q "rxe-kvfix-dkms: $k does not need rxe-kvfix" <<<"$POST"; then
+		t_fail "%post did not report the skip of $k: $(tr '\n' ' ' <<<"$POST" | cut -c1-300)"
+	else
+		t_pass
+		grep "rxe-kvfix-dkms: $k" <<<"$POST" | sed 's/^/     /'
+	fi
+}
+
+check_kernels() { # VER REL:EXPECT...
+	local ver=$1 spec
+	shift
+	for spec in "$@"; do
+		case ${spec#*:} in
+		affected-*) check_built "${spec%%:*}" "$ver" ;;
+		*) check_skipped "${spec%%:*}" ;;
+		esac
+	done
+}
+
+# the base: Provides for every requirement of our RPMs, each checked here
+make_base() {
+	local rpms=("$@") r cap ok prov=() lib node d
+	while read -r r; do
+		cap=${r%% *}
+		ok=0
+		case $cap in
+		rpmlib\(*) continue ;; # rpm itself
+		config\(*) continue ;; # the package's own
+		/*) [[ -e $cap ]] && ok=1 ;;
+		rtld\(GNU_HASH\)) [[ -e /lib64/ld-linux-x86-64.so.2 ]] && ok=1 ;;
+		lib*.so*)
+			lib=${cap%%(*}
+			node=$(sed -n 's/^[^(]*()(64bit)$//p; s/^[^(]*(\([^)]*\))(64bit)$/\1/p' <<<"$cap")
+			d=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+			[[ -n $d ]] && { [[ -z $node ]] || grep -qaF "$node" "$d"; } && ok=1 ;;
+		kernel-devel) compgen -G '/usr/src/kernels/*/Makefile' >/dev/null && ok=1 ;;
+		rdma-core) command -v rdma >/dev/null && [[ -d /etc/rdma || -e /usr/sbin/rdma-ndd || -e /usr/bin/rdma ]] && ok=1 ;;
+		xz | cpio | make | patch | dkms) command -v "$cap" >/dev/null && ok=1 ;;
+		*) ;;
+		esac
+		((ok)) || { echo "the root has nothing that provides '$r'"; return 1; }
+		prov+=("$r")
+	done < <(rpm -qpR "${rpms[@]}" | sort -u)
+	mkdir -p /tmp/base/SPECS
+	{
+		printf 'Name: fedora-shaped-base\nVersion: 44\nRelease: 1\nSummary: %s\nLicense: MIT\nBuildArch: noarch\n' \
+			"capabilities of the Fedora-shaped root, provided by its Debian packages"
+		printf 'Provides: %s\n' "${prov[@]}"
+		printf '%%description\nWhat rpm needs to know of the Debian packages in this root.\n%%files\n'
+	} >/tmp/base/SPECS/base.spec
+	run rpmbuild -bb --define '_topdir /tmp/base' /tmp/base/SPECS/base.spec &&
+		run rpm -i /tmp/base/RPMS/noarch/fedora-shaped-base-44-1.noarch.rpm &&
+		echo "${#prov[@]} capabilities (symbol versions not shown): $(printf '%s\n' "${prov[@]}" | sed -E 's/\([^)]*\)\(64bit\)$//; s/\(\)$//' | sort -u | tr '\n' ' ')"
+}
+
+# kernel-modules for REL, owning the in-tree rdma_rxe as Fedora's kernel-modules does
+make_kernel_modules() {
+	local k=$1 f
+	f=$(intree "$k")
+	[[ -n $f ]] || { echo "no in-tree rdma_rxe for $k"; return 1; }
+	mkdir -p /tmp/km/SPECS
+	cat >/tmp/km/SPECS/km.spec <<EOF
+Name: kernel-modules
+Version: ${k%%+*}
+Release: 200.fc44
+Summary: $F: the in-tree rdma_rxe of $k, owned as Fedora's kernel-modules owns it
+License: GPL-2.0-only
+%description
+Owns $f (the file the root already has).
+%install
+mkdir -p %{buildroot}$(dirname "$f")
+cp -a $f %{buildroot}$f
+%files
+$f
+EOF
+	run rpmbuild -bb --define '_topdir /tmp/km' --define '__os_install_post %{nil}' --define 'debug_package %{nil}' /tmp/km/SPECS/km.spec &&
+		run rpm -i --replacefiles /tmp/km/RPMS/*/kernel-modules-*.rpm
+}
+
+case $STEP in
+install)
+	RPMDIR=$1
+	shift
+	: >"$LOG"
+	# rxe-verify is optional (the VM scenario installs rxe-kvfix-dkms alone)
+	mapfile -t rpms < <(compgen -G "$RPMDIR/rxe-kvfix-dkms-*.noarch.rpm"; compgen -G "$RPMDIR/rxe-verify-*.rpm" || true)
+	VER=$(rpm -qp --qf '%{VERSION}' "${rpms[0]}")
+	t_start "$F: fedora-shaped-base provides what our RPMs require, each checked against the root"
+	if b=$(make_base "${rpms[@]}"); then t_pass; echo "     $b"; else t_fail "$b $(logtail)"; exit 1; fi
+	first=${1%%:*}
+	t_start "$F: kernel-modules of $first owns the in-tree rdma_rxe; rpm -V kernel-modules is clean"
+	if make_kernel_modules "$first" && run rpm -V kernel-modules; then t_pass; else t_fail "$(logtail)"; fi
+	names=$(rpm -qp --qf '%{NAME} ' "${rpms[@]}")
+	t_start "$F: rpm -i ${names% } (dependencies checked by rpm, no --nodeps)"
+	# shellcheck disable=SC2086  # names: one word each
+	if run rpm -i "${rpms[@]}" && rpm -q $names >/dev/null; then
+		POST=$OUT
+		t_pass
+		grep '^rxe-kvfix-dkms:' <<<"$POST" | sed 's/^/     /'
+	else
+		t_fail "$(logtail)"
+		exit 1
+	fi
+	check_kernels "$VER" "$@"
+	t_start "$F: rpm -V kernel-modules reports the in-tree rdma_rxe missing (DKMS moved it), exit 1"
+	rc=0
+	run rpm -V kernel-modules || rc=$?
+	if ((rc == 1)) && grep -q "^missing .*/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko" <<<"$OUT"; then
+		t_pass
+		echo "     $OUT"
+	else
+		t_fail "exit $rc: $OUT"
+	fi
+	if [[ $names == *rxe-verify* ]]; then
+		t_start "$F: rxe-verify runs from the package; rpm -V rxe-kvfix-dkms rxe-verify clean"
+		if /usr/bin/rxe-verify --help 2>&1 | grep -q doctor && run rpm -V rxe-kvfix-dkms rxe-verify; then t_pass; else t_fail "$(logtail)"; fi
+	fi
+	;;
+kernel-upgrade)
+	K=$1
+	VER=$(rpmver rxe-kvfix-dkms)
+	t_start "$F: kernel upgrade to $K: kernel-devel in /usr/src/kernels, kernel-install add runs Fedora's dkms plugin (dkms kernel_postinst)"
+	mv "/var/lib/rxe-kvfix-fedora-shape/kernel-devel/$K" "/usr/src/kernels/$K"
+	ln -sfn "/usr/src/kernels/$K" "/lib/modules/$K/build"
+	ln -sfn "/usr/src/kernels/$K" "/lib/modules/$K/source"
+	# only the dkms plugin: the others (loader entry, initrd) need the boot
+	# loader and dracut that this root does not have
+	if run env KERNEL_INSTALL_PLUGINS=/usr/lib/kernel/install.d/40-dkms.install \
+		kernel-install add "$K" "/lib/modules/$K/vmlinuz"; then
+		t_pass
+		grep -E "Autoinstall|Building|Installing|rdma_rxe" <<<"$OUT" | head -n 4 | sed 's/^/     /'
+	else
+		t_fail "$(logtail)"
+	fi
+	check_built "$K" "$VER"
+	;;
+rpm-upgrade)
+	RPMDIR=$1
+	shift
+	OLD=$(rpmver rxe-kvfix-dkms)
+	new=("$RPMDIR"/rxe-kvfix-dkms-*.noarch.rpm)
+	NEW=$(rpm -qp --qf '%{VERSION}' "${new[0]}")
+	t_start "$F: rpm -U rxe-kvfix-dkms $OLD -> $NEW"
+	if run rpm -U "${new[@]}" && [[ $(rpmver rxe-kvfix-dkms) == "$NEW" ]]; then
+		POST=$OUT
+		t_pass
+		grep '^rxe-kvfix-dkms:' <<<"$POST" | sed 's/^/     /'
+	else
+		t_fail "$(logtail)"
+	fi
+	check_kernels "$NEW" "$@"
+	t_start "$F: after rpm -U exactly $NEW is left: dkms status, /usr/src, /var/lib/dkms"
+	st=$(dkms status "$M" 2>&1)
+	left=$(find /usr/src /var/lib/dkms/"$M" -maxdepth 1 -name "*$OLD*" 2>/dev/null)
+	if [[ -z $left && $st != *"$OLD"* && $st == *"$NEW"* ]]; then t_pass; echo "     $(tr '\n' ';' <<<"$st")"; else t_fail "dkms status: $(tr '\n' ' ' <<<"$st") left: $left"; fi
+	;;
+erase)
+	t_start "$F: rpm -e rxe-kvfix-dkms rxe-verify"
+	if run rpm -e rxe-kvfix-dkms rxe-verify; then t_pass; else t_fail "$(logtail)"; fi
+	t_start "$F: after rpm -e the in-tree rdma_rxe is back and resolves for every kernel; rpm -V kernel-modules clean"
+	bad=''
+	for k in "$@"; do
+		p=$(resolved "$k")
+		[[ $p == "/lib/modules/$k/kernel/drivers/"* && -f $p && -z $(ours "$k") ]] || bad+=" $k:$p"
+	done
+	if [[ -z $bad ]] && run rpm -V kernel-modules; then t_pass; else t_fail "modinfo -n:$bad; rpm -V: $OUT"; fi
+	t_start "$F: after rpm -e nothing of ours is left (rpmdb, /usr/src, /var/lib/dkms, extra/, units, config)"
+	left=()
+	for f in /usr/src/"$M"-* /var/lib/dkms/"$M" /var/lib/rxe-verify /etc/rxe-verify /usr/libexec/rxe-verify /usr/bin/rxe-verify \
+		/usr/lib/systemd/system/rxe-verify-boot.service /etc/systemd/system/*.wants/rxe-verify-boot.service; do
+		[[ ! -e $f && ! -L $f ]] || left+=("$f")
+	done
+	for k in "$@"; do mapfile -t -O "${#left[@]}" left < <(ours "$k"); done
+	for p in rxe-kvfix-dkms rxe-verify; do rpm -q "$p" >/dev/null 2>&1 && left+=("rpmdb:$p"); done
+	if ((${#left[@]} == 0)); then t_pass; else t_fail "left behind: ${left[*]}"; fi
+	;;
+negative)
+	RPMDIR=$1 K=$2
+	t_start "$F: no source RPM: rpm -i rxe-kvfix-dkms succeeds (exit 0), %post warns with DKMS's failure and the dnf remedy"
+	rc=0
+	run rpm -i "$RPMDIR"/rxe-kvfix-dkms-*.noarch.rpm || rc=$?
+	if ((rc == 0)) && rpm -q rxe-kvfix-dkms >/dev/null &&
+		grep -q "rxe-kvfix-dkms: warning: DKMS could not build rdma_rxe for $K" <<<"$OUT" &&
+		grep -q "^rxe-kvfix-prepare: error: no source of kernel $K found.*; dnf download --srpm kernel-" <<<"$OUT"; then
+		t_pass
+		grep "$K" <<<"$OUT" | sed 's/^/     /'
+	else
+		t_fail "exit $rc: $(tr '\n' ' ' <<<"$OUT" | cut -c1-400)"
+	fi
+	t_start "$F: no source RPM: nothing of ours built for $K, the in-tree rdma_rxe still resolves"
+	p=$(resolved "$K")
+	if [[ -z $(ours "$K") && $p == "/lib/modules/$K/kernel/"* && -f $p ]]; then t_pass; else t_fail "ours '$(ours "$K")', modinfo -n '$p'"; fi
+	t_start "$F: no source RPM: rpm -e leaves nothing"
+	if run rpm -e rxe-kvfix-dkms && [[ ! -e /var/lib/dkms/$M && -z $(compgen -G "/usr/src/$M-*") ]]; then t_pass; else t_fail "$(logtail)"; fi
+	;;
+*) usage >&2; exit 2 ;;
+esac
+exit $((T_FAILS > 0))
