@@ -21,7 +21,7 @@ class FakeHost final : public HostEnv {
     files["/proc/self/status"] = "Name:\tt\nCapEff:\t0000000000000000\n";
     files["/proc/buddyinfo"] =
         "Node 0, zone   Normal    10   10   10   10   10   10   10   10   10    4    8\n";
-    mod.flavor = "rxe-kvfix";
+    mod.flavor = ModuleFlavor::RxeKvfix;
     mod.version = "1.0";
     IbDevice d;
     d.name = "rxe0";

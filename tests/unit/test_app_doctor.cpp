@@ -75,7 +75,7 @@ TEST(AppDoctor, MemlockBelowTheSizeIsAProblemUnlessCapIpcLock) {
 
 TEST(AppDoctor, StockModuleAndDroppingFirewallWarnButStayReady) {
   FakeHost h;
-  h.mod.flavor = "stock";
+  h.mod.flavor = ModuleFlavor::Stock;
   h.fw.combined.verdict = FwVerdict::Drop;
   h.fw.combined.source = "nftables";
   h.fw.combined.detail = "chain input: drop";

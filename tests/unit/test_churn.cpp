@@ -44,7 +44,7 @@ struct Rig {
     base.buddyinfo = data("buddyinfo-fragmented.txt");
     base.limits = data("limits-unlimited.txt");
     base.meminfo = data("meminfo-24G.txt");
-    base.module.flavor = "stock";
+    base.module.flavor = ModuleFlavor::Stock;
     ctl.regs = 0;
   }
   ChurnReport run() {
@@ -145,7 +145,7 @@ TEST(Churn, TrafficVerifiesEveryRegistration) {
   ASSERT_EQ(rep.iterations.size(), 3u);
   for (const auto& it : rep.iterations) {
     ASSERT_TRUE(it.traffic);
-    EXPECT_EQ(it.traffic->result, "pass");
+    EXPECT_EQ(it.traffic->result, SizeOutcome::Pass);
     EXPECT_GT(it.traffic->verified_bytes, 0u);
     EXPECT_EQ(it.traffic->passes, 1u);
   }

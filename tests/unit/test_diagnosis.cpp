@@ -20,7 +20,7 @@ DiagInput reg(std::uint64_t size, std::uint64_t offset = 0) {
   in.limits = data("limits-unlimited.txt");
   in.meminfo = data("meminfo-24G.txt");
   in.cap_eff = 0;
-  in.module.flavor = "stock";
+  in.module.flavor = ModuleFlavor::Stock;
   in.port_active = true;
   return in;
 }
@@ -55,7 +55,7 @@ TEST(Diagnosis, OrderTenWithFreeBlocksIsNotCalledFragmentation) {
 
 TEST(Diagnosis, KvfixModuleIsNotMetadata) {
   auto in = reg(4ull << 30);
-  in.module.flavor = "rxe-kvfix";
+  in.module.flavor = ModuleFlavor::RxeKvfix;
   in.module.version = "9.9.9-rxe-kvfix";
   auto d = diagnose(in);
   EXPECT_EQ(d.cause, "unknown");
@@ -81,7 +81,7 @@ TEST(Diagnosis, OutOfMemory) {
   // 64 GiB registered on rxe-kvfix: 16 Mi pages need 768 MiB of metadata and
   // scatter table, more than the sample's 300 MiB MemAvailable
   auto in = reg(64ull << 30);
-  in.module.flavor = "rxe-kvfix";
+  in.module.flavor = ModuleFlavor::RxeKvfix;
   in.module.version = "9.9.9-rxe-kvfix";
   in.meminfo = data("meminfo-low.txt");
   EXPECT_EQ(diagnose(in).cause, "out_of_memory");
@@ -103,13 +103,13 @@ TEST(Diagnosis, ResidentRegionIsNotOutOfMemory) {
 TEST(Diagnosis, UnpatchedTestBuildIsTreatedLikeStock) {
   auto m = classify_module(true, std::string("9.9.9-rxe-kvfix\n"),
                            "9.9.9 fix=kvcalloc series=unpatched shape=kzalloc_objs source=debian");
-  EXPECT_EQ(m.flavor, "rxe-kvfix-unpatched");
+  EXPECT_EQ(m.flavor, ModuleFlavor::RxeKvfixUnpatched);
   auto in = reg(2ull << 30);
   in.module = m;
   EXPECT_EQ(diagnose(in).cause, "rxe_metadata_order");
   auto fixed = classify_module(true, std::string("9.9.9-rxe-kvfix"),
                                "9.9.9 fix=kvcalloc series=mainline shape=kzalloc_objs source=debian");
-  EXPECT_EQ(fixed.flavor, "rxe-kvfix");
+  EXPECT_EQ(fixed.flavor, ModuleFlavor::RxeKvfix);
 }
 
 TEST(Diagnosis, DeviceDown) {
@@ -151,14 +151,14 @@ TEST(Diagnosis, Corruption) {
 }
 
 TEST(Module, Classification) {
-  EXPECT_EQ(classify_module(false, std::nullopt, "").flavor, "absent");
-  EXPECT_EQ(classify_module(true, std::nullopt, "").flavor, "stock");
+  EXPECT_EQ(classify_module(false, std::nullopt, "").flavor, ModuleFlavor::Absent);
+  EXPECT_EQ(classify_module(true, std::nullopt, "").flavor, ModuleFlavor::Stock);
   auto k = classify_module(true, std::string("9.9.9-rxe-kvfix\n"), "1\n");
-  EXPECT_EQ(k.flavor, "rxe-kvfix");
+  EXPECT_EQ(k.flavor, ModuleFlavor::RxeKvfix);
   EXPECT_EQ(k.version, "9.9.9-rxe-kvfix");
   EXPECT_EQ(k.installed, "1");
   auto s = classify_module(true, std::nullopt, "yes");  // installed but stock loaded
-  EXPECT_EQ(s.flavor, "stock");
+  EXPECT_EQ(s.flavor, ModuleFlavor::Stock);
   EXPECT_EQ(s.installed, "yes");
 }
 

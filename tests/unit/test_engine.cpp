@@ -27,7 +27,7 @@ struct Rig {
     base.buddyinfo = data("buddyinfo-host.txt");
     base.limits = data("limits-unlimited.txt");
     base.meminfo = data("meminfo-24G.txt");
-    base.module.flavor = "stock";
+    base.module.flavor = ModuleFlavor::Stock;
     ctl.regs = 0;
   }
   SizeResult run(std::uint64_t size) {
@@ -41,7 +41,7 @@ struct Rig {
 TEST(Engine, SampledPassesAndCountsBytes) {
   Rig r;
   auto s = r.run(8ull << 20);
-  EXPECT_EQ(s.result, "pass");
+  EXPECT_EQ(s.result, SizeOutcome::Pass);
   EXPECT_TRUE(s.registered);
   EXPECT_EQ(s.pages, 2048u);
   EXPECT_GT(s.transfers, 100u);
@@ -59,7 +59,7 @@ TEST(Engine, FullModeMovesWholeRegionBothWays) {
   Rig r(c);
   const std::uint64_t size = (6ull << 20) + 123;
   auto s = r.run(size);
-  EXPECT_EQ(s.result, "pass");
+  EXPECT_EQ(s.result, SizeOutcome::Pass);
   EXPECT_EQ(s.write.bytes, size);
   EXPECT_EQ(s.read.bytes, size);
   EXPECT_EQ(s.verified_bytes, 2 * size);
@@ -72,7 +72,7 @@ TEST(Engine, RegistrationFailureIsRecordedAndDiagnosed) {
   Rig r(c);
   r.ctl.reg_errno = [](std::size_t len) { return len > (2u << 20) ? ENOMEM : 0; };
   auto s = r.run(4ull << 20);
-  EXPECT_EQ(s.result, "fail");
+  EXPECT_EQ(s.result, SizeOutcome::Fail);
   EXPECT_FALSE(s.registered);
   EXPECT_EQ(s.reg_errno, ENOMEM);
   EXPECT_EQ(s.pages, 1025u);
@@ -88,7 +88,7 @@ TEST(Engine, RegistrationEnomemMemlock) {
   r.base.cap_eff = 0;
   r.ctl.reg_errno = [](std::size_t len) { return len > (2u << 20) ? ENOMEM : 0; };
   auto s = r.run(4ull << 20);
-  EXPECT_EQ(s.result, "fail");
+  EXPECT_EQ(s.result, SizeOutcome::Fail);
   ASSERT_TRUE(s.diagnosis);
   EXPECT_EQ(s.diagnosis->cause, "memlock");
   EXPECT_NE(s.diagnosis->remedy.find("limits.conf"), std::string::npos);
@@ -106,7 +106,7 @@ TEST(Engine, RetryExceededTwoHostIsNetwork) {
   fw.detail = "chain inet filter input: policy drop";
   r.base.firewall = fw;
   auto s = r.run(4ull << 20);
-  EXPECT_EQ(s.result, "fail");
+  EXPECT_EQ(s.result, SizeOutcome::Fail);
   ASSERT_TRUE(s.diagnosis);
   EXPECT_EQ(s.diagnosis->cause, "network_path_or_firewall");
   EXPECT_NE(s.diagnosis->remedy.find("4791"), std::string::npos);
@@ -135,10 +135,10 @@ TEST(Engine, CorruptionOnWriteReportedWithOffset) {
   r.ctl.corrupt_op_at = 2;  // third 1 MiB chunk of the write loop
   r.ctl.corrupt_at = 4096 * 3 + 5;
   auto s = r.run(4ull << 20);
-  EXPECT_EQ(s.result, "fail");
+  EXPECT_EQ(s.result, SizeOutcome::Fail);
   ASSERT_TRUE(s.mismatch);
   EXPECT_EQ(s.mismatch->offset, (2ull << 20) + 4096 * 3 + 5);
-  EXPECT_EQ(s.mismatch->direction, "write");
+  EXPECT_EQ(s.mismatch->direction, Direction::Write);
   ASSERT_TRUE(s.diagnosis);
   EXPECT_EQ(s.diagnosis->cause, "data_corruption");
 }
@@ -151,9 +151,9 @@ TEST(Engine, ShortReadDetectedAsStale) {
   Rig r(c);
   r.ctl.short_op_at = 4 + 1;  // second read op (after 4 write ops) copies half
   auto s = r.run(4ull << 20);
-  EXPECT_EQ(s.result, "fail");
+  EXPECT_EQ(s.result, SizeOutcome::Fail);
   ASSERT_TRUE(s.mismatch);
-  EXPECT_EQ(s.mismatch->direction, "read");
+  EXPECT_EQ(s.mismatch->direction, Direction::Read);
   EXPECT_EQ(s.mismatch->offset, (1ull << 20) + (512ull << 10));
   EXPECT_NE(s.mismatch->explanation.find("stale"), std::string::npos) << s.mismatch->explanation;
 }
@@ -167,7 +167,7 @@ TEST(Engine, SplitUsesScatterListsAcrossMrs) {
   c.passes = 1;
   Rig r(c);
   auto s = r.run((4ull << 20) + 1);
-  EXPECT_EQ(s.result, "pass");
+  EXPECT_EQ(s.result, SizeOutcome::Pass);
   EXPECT_EQ(s.mrs, 8u);
   EXPECT_GE(r.ctl.max_sges_seen, 2u);
   EXPECT_EQ(r.ctl.regs, 8);
@@ -182,6 +182,6 @@ TEST(Engine, SplitRespectsMaxSge) {
   Rig r(c);
   r.ctl.max_sge = 2;
   auto s = r.run(1ull << 20);
-  EXPECT_EQ(s.result, "pass");
+  EXPECT_EQ(s.result, SizeOutcome::Pass);
   EXPECT_LE(r.ctl.max_sges_seen, 2u);
 }

@@ -87,7 +87,7 @@ TEST(Host, RunCommand) {
 
 TEST(Host, ModuleAbsentWithoutSysfs) {
   FakeSys s;
-  EXPECT_EQ(probe_module(s.root.string()).flavor, "absent");
+  EXPECT_EQ(probe_module(s.root.string()).flavor, ModuleFlavor::Absent);
   put(s.root / "module/rdma_rxe/version", "9.9.9-rxe-kvfix\n");
-  EXPECT_EQ(probe_module(s.root.string()).flavor, "rxe-kvfix");
+  EXPECT_EQ(probe_module(s.root.string()).flavor, ModuleFlavor::RxeKvfix);
 }

@@ -116,16 +116,16 @@ TEST(Oob, ServeAndRunEndToEndWithFakeVerbs) {
                   st["size"].get<std::uint64_t>(), std::chrono::seconds(10));
   Engine eng(cdev, *qp, peer, cfg, [] { return DiagInput{}; });
   auto r = eng.run_size(4ull << 20);
-  EXPECT_EQ(r.result, "pass") << (r.diagnosis ? r.diagnosis->summary : "");
+  EXPECT_EQ(r.result, SizeOutcome::Pass) << (r.diagnosis ? r.diagnosis->summary : "");
   EXPECT_GT(r.verified_bytes, 0u);
 
   // A corrupted write is reported by the server with the right offset.
   cctl.corrupt_op_at = cctl.ops + 1;
   cctl.corrupt_at = 3;
   auto r2 = eng.run_size(4ull << 20);
-  EXPECT_EQ(r2.result, "fail");
+  EXPECT_EQ(r2.result, SizeOutcome::Fail);
   ASSERT_TRUE(r2.mismatch);
-  EXPECT_EQ(r2.mismatch->direction, "write");
+  EXPECT_EQ(r2.mismatch->direction, Direction::Write);
 
   sock->send(nlohmann::json{{"op", "bye"}});
   sock->recv(std::chrono::seconds(5), err);

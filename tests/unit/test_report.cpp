@@ -5,7 +5,7 @@
 using namespace rxv;
 
 namespace {
-SizeResult sample(const char* result) {
+SizeResult sample(SizeOutcome result) {
   SizeResult s;
   s.size = 1ull << 30;
   s.offset = 16;
@@ -13,7 +13,7 @@ SizeResult sample(const char* result) {
   s.metadata_bytes = 262145 * 16;
   s.metadata_order = 11;
   s.result = result;
-  s.registered = std::string(result) == "pass";
+  s.registered = result == SizeOutcome::Pass;
   s.write = {1000, 0.5};
   s.read = {1000, 0.25};
   s.verified_bytes = 2000;
@@ -22,7 +22,7 @@ SizeResult sample(const char* result) {
 }  // namespace
 
 TEST(Report, JsonSchemaPerSize) {
-  auto s = sample("fail");
+  auto s = sample(SizeOutcome::Fail);
   s.reg_errno = 12;
   s.diagnosis = Diagnosis{"rxe_metadata_order", "needs order 11", "load rxe-kvfix"};
   auto j = to_json(s);
@@ -40,16 +40,16 @@ TEST(Report, JsonSchemaPerSize) {
   EXPECT_TRUE(j["diagnosis"].contains("summary"));
   EXPECT_TRUE(j["diagnosis"].contains("remedy"));
   EXPECT_TRUE(j["mismatch"].is_null());
-  EXPECT_TRUE(to_json(sample("pass"))["diagnosis"].is_null());
+  EXPECT_TRUE(to_json(sample(SizeOutcome::Pass))["diagnosis"].is_null());
 }
 
 TEST(Report, TopLevelAndVerdicts) {
   RunReport r;
   r.device = "rxe0";
   r.kernel = "7.2.13+deb14-amd64";
-  r.module.flavor = "rxe-kvfix";
+  r.module.flavor = ModuleFlavor::RxeKvfix;
   r.module.version = "9.9.9-rxe-kvfix";
-  r.results = {sample("pass"), sample("pass")};
+  r.results = {sample(SizeOutcome::Pass), sample(SizeOutcome::Pass)};
   EXPECT_EQ(finalize(r), kExitPass);
   auto j = to_json(r);
   for (const char* k : {"schema_version", "tool", "device", "module", "kernel", "results", "verdict"})
@@ -62,18 +62,18 @@ TEST(Report, TopLevelAndVerdicts) {
   EXPECT_EQ(j["verdict"], "pass");
   EXPECT_EQ(j["results"].size(), 2u);
 
-  r.results.push_back(sample("fail"));
+  r.results.push_back(sample(SizeOutcome::Fail));
   EXPECT_EQ(finalize(r), kExitFail);
   EXPECT_EQ(r.verdict, Verdict::Fail);
 
   RunReport m;
-  auto s = sample("fail");
+  auto s = sample(SizeOutcome::Fail);
   s.diagnosis = Diagnosis{"memlock", "x", "y"};
   m.results = {s};
   EXPECT_EQ(finalize(m), kExitNotReady);
 
   RunReport k;
-  k.results = {sample("skip")};
+  k.results = {sample(SizeOutcome::Skip)};
   EXPECT_EQ(finalize(k), kExitSkip);
 
   RunReport e;
@@ -86,9 +86,9 @@ TEST(Report, TopLevelAndVerdicts) {
 TEST(Report, TableMentionsEverySize) {
   RunReport r;
   r.device = "rxe0";
-  auto f = sample("fail");
+  auto f = sample(SizeOutcome::Fail);
   f.diagnosis = Diagnosis{"rxe_metadata_order", "needs order 11", "load rxe-kvfix"};
-  r.results = {sample("pass"), f};
+  r.results = {sample(SizeOutcome::Pass), f};
   finalize(r);
   auto t = to_table(r);
   EXPECT_NE(t.find("1 GiB @+16"), std::string::npos) << t;

@@ -264,7 +264,7 @@ nlohmann::json to_json(const ChurnReport& r) {
       {"traffic", r.traffic},
       {"completed", std::count_if(r.iterations.begin(), r.iterations.end(),
                                   [&](const ChurnIteration& i) {
-                                    return i.registered && (!i.traffic || i.traffic->result == "pass");
+                                    return i.registered && (!i.traffic || i.traffic->result == SizeOutcome::Pass);
                                   })},
       {"reg_seconds", stats_json(summarize(reg))},
       {"dereg_seconds", stats_json(summarize(dereg))},
@@ -288,7 +288,7 @@ nlohmann::json to_json(const ChurnReport& r) {
 std::string to_text(const ChurnReport& r) {
   std::ostringstream o;
   o << "rxe-verify " << kToolVersion << "  kernel " << r.kernel << "  module rdma_rxe: "
-    << r.module.flavor;
+    << to_string(r.module.flavor);
   if (!r.module.version.empty()) o << " (" << r.module.version << ")";
   o << "\n";
   if (r.error) {

@@ -9,20 +9,31 @@
 
 namespace rxv {
 
+std::string to_string(ModuleFlavor f) {
+  switch (f) {
+    case ModuleFlavor::Absent: return "absent";
+    case ModuleFlavor::Stock: return "stock";
+    case ModuleFlavor::RxeKvfix: return "rxe-kvfix";
+    case ModuleFlavor::RxeKvfixUnpatched: return "rxe-kvfix-unpatched";
+  }
+  return "absent";
+}
+
 ModuleIdentity classify_module(bool loaded, const std::optional<std::string>& sysfs_version,
                                const std::string& modinfo_rxe_kvfix) {
   ModuleIdentity m;
   m.installed = trim(modinfo_rxe_kvfix);
   if (!loaded) {
-    m.flavor = "absent";
+    m.flavor = ModuleFlavor::Absent;
     return m;
   }
   m.version = sysfs_version ? trim(*sysfs_version) : "";
-  m.flavor = m.version.find("rxe-kvfix") != std::string::npos ? "rxe-kvfix" : "stock";
+  m.flavor = m.version.find("rxe-kvfix") != std::string::npos ? ModuleFlavor::RxeKvfix
+                                                               : ModuleFlavor::Stock;
   // built by rxe-kvfix's test mode without the fix (RXE_KVFIX_UNPATCHED):
   // identifies as ours, behaves like stock
-  if (m.flavor == "rxe-kvfix" && m.installed.find("series=unpatched") != std::string::npos)
-    m.flavor = "rxe-kvfix-unpatched";
+  if (m.flavor == ModuleFlavor::RxeKvfix && m.installed.find("series=unpatched") != std::string::npos)
+    m.flavor = ModuleFlavor::RxeKvfixUnpatched;
   return m;
 }
 
@@ -71,7 +82,7 @@ Diagnosis reg_diag(const DiagInput& in) {
   if (in.err == ENOMEM) {
     // A deterministic cause first: on a stock rdma_rxe an order above
     // MAX_PAGE_ORDER fails whatever the memory situation.
-    if (in.module.flavor != "rxe-kvfix" && md.never_on_stock())
+    if (in.module.flavor != ModuleFlavor::RxeKvfix && md.never_on_stock())
       return {cause::kRxeMetadataOrder,
               "the region needs " + md_text + "; order " + std::to_string(md.order) +
                   " > MAX_PAGE_ORDER (10) never succeeds on a stock rdma_rxe (it allocates "
@@ -90,7 +101,7 @@ Diagnosis reg_diag(const DiagInput& in) {
                   format_size(need) + " of kernel memory registering " + format_size(pinned) +
                   " needs (page metadata and scatter table)",
               "free memory (stop other workloads, drop caches) or test a smaller size"};
-    if (in.module.flavor == "rxe-kvfix")
+    if (in.module.flavor == ModuleFlavor::RxeKvfix)
       return {cause::kUnknown,
               "ENOMEM although the loaded rdma_rxe is rxe-kvfix (" + in.module.version +
                   "): its page metadata is allocated with kvcalloc(), so the metadata "

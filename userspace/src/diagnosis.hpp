@@ -25,8 +25,14 @@ inline constexpr const char* kUnknown = "unknown";
 
 enum class Stage { Allocate, Register, Transfer, Timeout, Verify };
 
+// Which rdma_rxe is loaded. JSON/text token is to_string(): "absent", "stock", "rxe-kvfix",
+// "rxe-kvfix-unpatched" (test build of rxe-kvfix without the fix: identifies as ours,
+// behaves like stock).
+enum class ModuleFlavor { Absent, Stock, RxeKvfix, RxeKvfixUnpatched };
+std::string to_string(ModuleFlavor f);
+
 struct ModuleIdentity {
-  std::string flavor = "absent";  // "absent" | "stock" | "rxe-kvfix"
+  ModuleFlavor flavor = ModuleFlavor::Absent;
   std::string version;            // /sys/module/rdma_rxe/version, may be empty
   std::string installed;          // modinfo -F rxe_kvfix rdma_rxe, may be empty
 };

@@ -108,7 +108,7 @@ Engine::Engine(Device& dev, QueuePair& qp, Peer& peer, RunConfig cfg, DiagContex
 }
 
 void Engine::fail(SizeResult& r, DiagInput in) {
-  r.result = "fail";
+  r.result = SizeOutcome::Fail;
   r.diagnosis = diagnose(in);
 }
 
@@ -171,7 +171,7 @@ SizeResult planned_result(std::uint64_t size, const RunConfig& cfg) {
   r.pages = md.pages;
   r.metadata_bytes = md.bytes;
   r.metadata_order = md.order;
-  r.mode = to_string(cfg.mode);
+  r.mode = cfg.mode;
   return r;
 }
 
@@ -267,7 +267,7 @@ bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& lay
         if (!transfer(OpCode::Write, t, st, r, base, layout, mrs, r.write)) return false;
         VerifyOutcome v = peer_.verify(st, t.offset, t.length, kw, seen, size);
         if (!v.error.empty()) {
-          r.result = "fail";
+          r.result = SizeOutcome::Fail;
           r.diagnosis = Diagnosis{cause::kNetwork, "peer verification failed: " + v.error,
                                   "check the out-of-band TCP connection to the peer"};
           return false;
@@ -275,7 +275,7 @@ bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& lay
         if (v.mismatch) {
           MismatchReport m{v.mismatch->region_offset, (mis + v.mismatch->region_offset) / kPageSize,
                            v.mismatch->expected, v.mismatch->actual, v.mismatch->bad_bytes,
-                           "write", v.explanation};
+                           Direction::Write, v.explanation};
           r.mismatch = m;
           DiagInput in = ctx_ ? ctx_() : DiagInput{};
           in.stage = Stage::Verify;
@@ -300,7 +300,7 @@ bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& lay
       for (const auto& t : plan) {
         std::uint64_t st = st_of(t);
         if (auto e = peer_.fill(st, t.offset, t.length, kr); !e.empty()) {
-          r.result = "fail";
+          r.result = SizeOutcome::Fail;
           r.diagnosis = Diagnosis{cause::kNetwork, "peer fill failed: " + e,
                                   "check the out-of-band TCP connection to the peer"};
           return false;
@@ -310,7 +310,7 @@ bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& lay
         if (mm) {
           std::string ex = explain_mismatch(base + t.offset, t.offset, t.length, *mm, kr, seen, size);
           MismatchReport m{mm->region_offset, (mis + mm->region_offset) / kPageSize, mm->expected,
-                           mm->actual, mm->bad_bytes, "read", ex};
+                           mm->actual, mm->bad_bytes, Direction::Read, ex};
           r.mismatch = m;
           DiagInput in = ctx_ ? ctx_() : DiagInput{};
           in.stage = Stage::Verify;
@@ -328,7 +328,7 @@ bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& lay
     }
     seen.push_back({kr, "pass " + std::to_string(pass + 1) + " read"});
   }
-  r.result = "pass";
+  r.result = SizeOutcome::Pass;
   return true;
 }
 

@@ -22,6 +22,21 @@ std::string to_string(Verdict v) {
 
 void to_json(nlohmann::json& j, Verdict v) { j = to_string(v); }
 
+std::string to_string(SizeOutcome o) {
+  switch (o) {
+    case SizeOutcome::Pass: return "pass";
+    case SizeOutcome::Fail: return "fail";
+    case SizeOutcome::Skip: return "skip";
+  }
+  return "fail";
+}
+void to_json(nlohmann::json& j, SizeOutcome o) { j = to_string(o); }
+
+std::string to_string(Direction d) { return d == Direction::Write ? "write" : "read"; }
+void to_json(nlohmann::json& j, Direction d) { j = to_string(d); }
+void to_json(nlohmann::json& j, Mode m) { j = to_string(m); }
+void to_json(nlohmann::json& j, ModuleFlavor f) { j = to_string(f); }
+
 int exit_code(Verdict v) {
   switch (v) {
     case Verdict::Pass:
@@ -44,11 +59,11 @@ Verdict run_verdict(const RunReport& r) {
   if (r.error) return Verdict::NotReady;
   bool any_fail = false, any_pass = false, all_fail_env = true;
   for (const auto& s : r.results) {
-    if (s.result == "fail") {
+    if (s.result == SizeOutcome::Fail) {
       any_fail = true;
       if (!(s.diagnosis && is_environment_cause(s.diagnosis->cause))) all_fail_env = false;
     }
-    if (s.result == "pass") any_pass = true;
+    if (s.result == SizeOutcome::Pass) any_pass = true;
   }
   if (any_fail) return all_fail_env ? Verdict::NotReady : Verdict::Fail;
   return any_pass ? Verdict::Pass : Verdict::Skip;
@@ -141,7 +156,7 @@ std::string format_seconds(double s) {
 std::string to_table(const RunReport& r) {
   std::ostringstream o;
   o << "rxe-verify " << kToolVersion << "  kernel " << r.kernel << "  module rdma_rxe: "
-    << r.module.flavor;
+    << to_string(r.module.flavor);
   if (!r.module.version.empty()) o << " (" << r.module.version << ")";
   o << "\n";
   if (!r.device.empty())
@@ -167,13 +182,13 @@ std::string to_table(const RunReport& r) {
       std::snprintf(line, sizeof line, "%-16s %9llu %11s %5d %10s %11s %11s %10s  %s\n",
                     sz.c_str(), static_cast<unsigned long long>(s.pages),
                     format_size(s.metadata_bytes).c_str(), s.metadata_order, reg.c_str(), w, rd,
-                    format_size(s.verified_bytes).c_str(), s.result.c_str());
+                    format_size(s.verified_bytes).c_str(), to_string(s.result).c_str());
       o << line;
     }
     for (const auto& s : r.results) {
       if (!s.diagnosis) continue;
       o << "\n" << format_size(s.size) << (s.offset ? " @+" + std::to_string(s.offset) : "")
-        << ": " << s.result << " [" << s.diagnosis->cause << "]\n  " << s.diagnosis->summary
+        << ": " << to_string(s.result) << " [" << s.diagnosis->cause << "]\n  " << s.diagnosis->summary
         << "\n  remedy: " << s.diagnosis->remedy << "\n";
     }
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "diagnosis.hpp"
+#include "plan.hpp"
 
 namespace rxv {
 
@@ -38,12 +39,23 @@ struct LoopStats {
   double mbps() const { return seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0; }
 };
 
+// One size's outcome; JSON "result" and text are to_string(): "pass", "fail", "skip".
+enum class SizeOutcome { Pass, Fail, Skip };
+std::string to_string(SizeOutcome o);
+void to_json(nlohmann::json& j, SizeOutcome o);
+// Which loop a mismatch was found in; to_string(): "write", "read".
+enum class Direction { Write, Read };
+std::string to_string(Direction d);
+void to_json(nlohmann::json& j, Direction d);
+void to_json(nlohmann::json& j, Mode m);  // to_string(m): "sampled", "full"
+void to_json(nlohmann::json& j, ModuleFlavor f);
+
 struct MismatchReport {
   std::uint64_t offset = 0;
   std::uint64_t page = 0;
   unsigned expected = 0, actual = 0;
   std::uint64_t bad_bytes = 0;
-  std::string direction;  // "write" | "read"
+  Direction direction = Direction::Write;
   std::string explanation;
 };
 
@@ -51,7 +63,7 @@ struct SizeResult {
   std::uint64_t size = 0, offset = 0, pages = 0, metadata_bytes = 0;
   int metadata_order = 0;
   unsigned mrs = 1;
-  std::string mode = "sampled";
+  Mode mode = Mode::Sampled;
   unsigned passes = 0;
   bool registered = false;
   int reg_errno = 0;
@@ -59,7 +71,7 @@ struct SizeResult {
   LoopStats write, read;
   std::uint64_t verified_bytes = 0;
   std::uint64_t transfers = 0;
-  std::string result = "skip";  // pass | fail | skip
+  SizeOutcome result = SizeOutcome::Skip;
   std::optional<Diagnosis> diagnosis;
   std::optional<MismatchReport> mismatch;
 };

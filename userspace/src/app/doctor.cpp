@@ -17,14 +17,14 @@ Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host) {
   HostSnapshot h = snapshot(host);
   j["module"] = to_json(h.module);
   std::vector<std::string> problems, warnings;
-  if (h.module.flavor == "absent") problems.push_back("rdma_rxe is not loaded (`modprobe rdma_rxe`)");
-  if (h.module.flavor == "stock")
+  if (h.module.flavor == ModuleFlavor::Absent) problems.push_back("rdma_rxe is not loaded (`modprobe rdma_rxe`)");
+  if (h.module.flavor == ModuleFlavor::Stock)
     warnings.push_back("the loaded rdma_rxe is stock: MRs above 1 GiB never register, and "
                        "512 MiB-1 GiB depend on fragmentation");
-  if (h.module.flavor == "rxe-kvfix-unpatched")
+  if (h.module.flavor == ModuleFlavor::RxeKvfixUnpatched)
     warnings.push_back("the loaded rdma_rxe is an rxe-kvfix test build WITHOUT the fix "
                        "(RXE_KVFIX_UNPATCHED): it behaves like stock; reinstall rxe-kvfix");
-  if (h.module.flavor == "stock" && !h.module.installed.empty())
+  if (h.module.flavor == ModuleFlavor::Stock && !h.module.installed.empty())
     warnings.push_back("an rxe-kvfix rdma_rxe is installed (" + h.module.installed +
                        ") but the loaded module is stock: reload it (remove rxe links, "
                        "`modprobe -r rdma_rxe && modprobe rdma_rxe`)");
@@ -89,7 +89,7 @@ Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host) {
   std::ostringstream txt;
   {
     txt << "kernel      " << j["kernel"].get<std::string>() << "\n";
-    txt << "rdma_rxe    " << h.module.flavor;
+    txt << "rdma_rxe    " << to_string(h.module.flavor);
     if (!h.module.version.empty()) txt << " (version " << h.module.version << ")";
     if (!h.module.installed.empty()) txt << "; modinfo rxe_kvfix=" << h.module.installed;
     txt << "\n";

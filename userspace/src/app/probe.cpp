@@ -142,7 +142,7 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
   j["verdict"] = verdict;
   std::ostringstream txt;
   {
-    txt << "device " << dc.name << ", module rdma_rxe " << mod.flavor << "\n";
+    txt << "device " << dc.name << ", module rdma_rxe " << to_string(mod.flavor) << "\n";
     if (lo_ok && !hi_fail) txt << "every size up to --max " << format_size(max) << " registered\n";
     if (lo_ok && hi_fail) {
       auto a = rxe_metadata(offset, *lo_ok), b = rxe_metadata(offset, *hi_fail);

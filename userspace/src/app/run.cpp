@@ -119,7 +119,7 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   for (auto sz : sizes) {
     if (broken) {
       SizeResult s = planned_result(sz, cfg);
-      s.result = "skip";
+      s.result = SizeOutcome::Skip;
       s.diagnosis = Diagnosis{"skipped", "not run: the connection failed on an earlier size", ""};
       rep.results.push_back(s);
       continue;

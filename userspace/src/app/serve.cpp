@@ -27,7 +27,7 @@ Outcome serve_command(const ServeCommandConfig& o, Provider& prov, HostEnv& host
   so.port = static_cast<std::uint16_t>(o.port);
   so.timeout = o.timeout;
   so.forever = o.forever;
-  so.module_flavor = host.module().flavor;
+  so.module_flavor = to_string(host.module().flavor);
   auto fw = host.firewall();
   if (fw.combined.verdict == FwVerdict::Drop)
     std::fprintf(stderr,
