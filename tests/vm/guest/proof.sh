@@ -21,7 +21,7 @@
 #   stock=KO, fixed=KO
 #            the same checks on a module file instead (patches/validate --boot: the
 #            reviewer's tree built unpatched and patched): KO is insmod'ed and must be
-#            the loaded rdma_rxe (srcversion); the results are labelled "unpatched"
+#            the loaded rdma_rxe (build ID, load_ko); the results are labelled "unpatched"
 #            and "patched"
 #
 # Results: testlib lines in /results/results.tsv, rxe-verify JSON in
@@ -71,17 +71,6 @@ perftest() {
 	((rc == 0 && src == 0)) || return $((rc ? rc : src))
 }
 
-# load_ko KO: insmod a module file (its dependencies first); it must then be the
-# loaded rdma_rxe, told by srcversion
-load_ko() {
-	local want got
-	want=$(modinfo -F srcversion "$1" 2>/dev/null) || return 1
-	modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel || return 1
-	insmod "$1" || return 1
-	got=$(cat /sys/module/rdma_rxe/srcversion 2>/dev/null)
-	[[ -n $want && $got == "$want" ]] || { echo "load_ko: loaded srcversion '$got', $1 has '$want'" >&2; return 1; }
-}
-
 [[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
 modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy || true
 
@@ -100,7 +89,7 @@ for SPEC in ${PHASES//,/ }; do
 		t_start "$K $L: $KO is the loaded rdma_rxe"
 		if load_ko "$KO"; then
 			t_pass
-			echo "     $KO, srcversion $(cat /sys/module/rdma_rxe/srcversion)"
+			echo "     $KO, build ID $(rxe_module_build_id)"
 		else
 			t_fail "cannot load $KO"
 			continue

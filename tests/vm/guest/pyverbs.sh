@@ -7,7 +7,7 @@
 #
 # With two module files (patches/validate --boot) the two suites run on those
 # instead, labelled "unpatched" and "patched"; each must be the loaded rdma_rxe
-# (srcversion).
+# (build ID, load_ko in lib.sh).
 #
 # Reports passed/failed/skipped for both; any test that passes on stock but
 # not on rxe-kvfix is a failure. (These tests use small messages: they check
@@ -66,11 +66,6 @@ suite() {
 }
 # shellcheck disable=SC2317  # called through suite
 load_fixed() { modprobe rdma_rxe && rxe_flavor rxe-kvfix; }
-# shellcheck disable=SC2317  # called through suite
-load_ko() {
-	modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel && insmod "$1" &&
-		[[ $(cat /sys/module/rdma_rxe/srcversion 2>/dev/null) == "$(modinfo -F srcversion "$1")" ]]
-}
 
 if [[ -n $UNPATCHED_KO ]]; then
 	A=unpatched B=patched
