@@ -68,24 +68,24 @@ suite() {
 load_fixed() { modprobe rdma_rxe && rxe_flavor rxe-kvfix; }
 
 if [[ -n $UNPATCHED_KO ]]; then
-	A=unpatched B=patched
+	A=unpatched B=patched BN=patched
 	suite "$A" load_ko "$UNPATCHED_KO"
 	suite "$B" load_ko "$PATCHED_KO"
 else
-	A=stock B=fixed
+	A=stock B=fixed BN=rxe-kvfix
 	suite "$A" load_stock "$K"
 	suite "$B" load_fixed
 fi
 
-t_start "$K pyverbs: nothing that passes on $A fails on $B"
+t_start "$K pyverbs: nothing that passes on $A fails on $BN"
 if [[ -s $OUT/pyverbs-$A.outcomes && -s $OUT/pyverbs-$B.outcomes ]]; then
 	regressions=$(join <(awk '$2 == "ok"' "$OUT/pyverbs-$A.outcomes") "$OUT/pyverbs-$B.outcomes" | awk '$3 != "ok" {print $1}')
 	missing=$(join -v1 <(awk '$2 == "ok"' "$OUT/pyverbs-$A.outcomes") "$OUT/pyverbs-$B.outcomes" | awk '{print $1}')
 	if [[ -z $regressions && -z $missing ]]; then
 		t_pass
-		printf '     %s: %s | %s: %s\n' "$A" "$(counts "$OUT/pyverbs-$A.outcomes")" "$B" "$(counts "$OUT/pyverbs-$B.outcomes")"
+		printf '     %s: %s | %s: %s\n' "$A" "$(counts "$OUT/pyverbs-$A.outcomes")" "$BN" "$(counts "$OUT/pyverbs-$B.outcomes")"
 	else
-		t_fail "regressions: ${regressions//$'\n'/ } ${missing:+not run on $B: ${missing//$'\n'/ }}"
+		t_fail "regressions: ${regressions//$'\n'/ } ${missing:+not run on $BN: ${missing//$'\n'/ }}"
 	fi
 else
 	t_fail "a suite produced no outcomes"
