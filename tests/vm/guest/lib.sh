@@ -31,6 +31,11 @@
 #   stock_module K                  path of the distribution's rdma_rxe of kernel K (DKMS
 #                                   keeps it in original_module/ while rxe-kvfix is installed)
 #   load_stock K                    insmod it and check that the loaded module is stock
+#   load_ko KO                      insmod the module file KO (dependencies first); it must
+#                                   then be the loaded rdma_rxe: its GNU build ID equals
+#                                   /sys/module/rdma_rxe/notes/.note.gnu.build-id (a module
+#                                   without MODULE_VERSION has no srcversion); on a mismatch
+#                                   it is unloaded again
 #   rxe_dummy_up [RXE NETDEV CIDR]  dummy netdev (default d0, 10.77.0.1/24) + rxe link
 #                                   (default rxe0); waits for its RoCEv2 IPv4 GID
 #   rxe_dummy_down [RXE NETDEV]     delete that rxe link and dummy netdev
@@ -143,6 +148,33 @@ load_stock() {
 	modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel || return 1
 	insmod "$ko" || return 1
 	rxe_flavor stock
+}
+
+rxe_module_build_id() { # [KO]: build ID of KO, or of the loaded rdma_rxe
+	if [[ -n ${1:-} ]]; then
+		readelf -n "$1" 2>/dev/null | awk '/Build ID:/ { print $3; exit }'
+	else
+		python3 -c '
+import struct, sys
+b = open("/sys/module/rdma_rxe/notes/.note.gnu.build-id", "rb").read()
+namesz, descsz, _ = struct.unpack_from("<III", b)
+off = 12 + (namesz + 3) // 4 * 4
+print(b[off:off + descsz].hex())' 2>/dev/null
+	fi
+}
+
+load_ko() {
+	local want got
+	want=$(rxe_module_build_id "$1")
+	[[ -n $want ]] || { echo "load_ko: $1 has no GNU build ID (readelf -n)" >&2; return 1; }
+	modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel || return 1
+	insmod "$1" || return 1
+	got=$(rxe_module_build_id)
+	if [[ $got != "$want" ]]; then
+		echo "load_ko: the loaded rdma_rxe has build ID '$got', $1 has '$want'" >&2
+		rmmod rdma_rxe 2>/dev/null || true
+		return 1
+	fi
 }
 
 rxe__note() {

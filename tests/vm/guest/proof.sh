@@ -14,22 +14,27 @@
 #            ib_write_bw over a 1026 MiB MR must fail; --split 4 (the
 #            workaround) passes and probe puts the boundary at <= 1 GiB
 #   fixed-quick  our module is loaded and 1 GiB + 16 B passes (upgrade scenario)
-#   stock-short, fixed-short  (fedora scenario) the same two sizes on both
-#            modules: 1 GiB+16 B and 2 GiB fail with ENOMEM and the page-allocator
-#            WARNING on the stock module, pass verified WRITE/READ loops on ours
-# DKMS installs our module to /updates/dkms, or to /extra where /etc/os-release
-# names Fedora or a relative (ID/ID_LIKE fedora or rhel): "fixed" checks the one
-# this guest's DKMS uses.
 #   fixed    our module (resolved by modprobe, checked): 1 GiB, 1 GiB+16 B, 1025 MiB, 2 GiB
 #            and 4 GiB pass sampled loops, 1 GiB passes the full-span loop,
 #            ib_write_bw and ib_read_bw pass over 1026 MiB MRs, probe reaches
 #            2 GiB, dmesg clean
+#   stock-short, fixed-short  (fedora scenario) the same two sizes on both
+#            modules: 1 GiB+16 B and 2 GiB fail with ENOMEM and the page-allocator
+#            WARNING on the stock module, pass verified WRITE/READ loops on ours
+#   stock=KO, fixed=KO
+#            the same checks on a module file instead (patches/validate --boot: the
+#            reviewer's tree built unpatched and patched): KO is insmod'ed and must be
+#            the loaded rdma_rxe (build ID, load_ko); the results are labelled "unpatched"
+#            and "patched"
+# DKMS installs our module to /updates/dkms, or to /extra where /etc/os-release
+# names Fedora or a relative (ID/ID_LIKE fedora or rhel): "fixed" checks the one
+# this guest's DKMS uses.
 #
 # Results: testlib lines in /results/results.tsv, rxe-verify JSON in
 # /results/<phase>-<size>.json for the side-by-side table.
 set -uo pipefail
 
-usage() { echo "Usage: proof.sh KERNELRELEASE EXPECT [control|stock,fixed|fixed|fixed-quick|stock-short,fixed-short [\"ib_write_bw ib_read_bw\"]]"; }
+usage() { echo "Usage: proof.sh KERNELRELEASE EXPECT [control|stock,fixed|fixed|fixed-quick|stock-short,fixed-short|stock=KO,fixed=KO [\"ib_write_bw ib_read_bw\"]]"; }
 # shellcheck source=tests/vm/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-proof 2 "" "$@"
@@ -86,8 +91,27 @@ if grep -q 'Fedora-shaped' /etc/os-release 2>/dev/null; then
 	t_start() { rxe__t_start_plain "Fedora-shaped (simulated) $1"; }
 fi
 
-for PHASE in ${PHASES//,/ }; do
+for SPEC in ${PHASES//,/ }; do
+	PHASE=${SPEC%%=*} KO='' L=${SPEC%%=*}
+	if [[ $SPEC == *=* ]]; then
+		KO=${SPEC#*=}
+		case $PHASE in
+		stock) L=unpatched ;;
+		fixed) L=patched ;;
+		*) t_fail "$K: phase" "only stock and fixed take a module file, not '$SPEC'"; continue ;;
+		esac
+	fi
 	dmesg -C
+	if [[ -n $KO ]]; then
+		t_start "$K $L: $KO is the loaded rdma_rxe"
+		if load_ko "$KO"; then
+			t_pass
+			echo "     $KO, build ID $(rxe_module_build_id)"
+		else
+			t_fail "cannot load $KO"
+			continue
+		fi
+	else
 	case $PHASE in
 	control)
 		t_start "$K control: DKMS skipped rxe-kvfix, the in-tree module is used"
@@ -103,7 +127,7 @@ for PHASE in ${PHASES//,/ }; do
 		t_check "$K control: loaded module is stock" rxe_flavor stock
 		;;
 	stock | stock-short)
-		t_start "$K stock: the distribution's rdma_rxe loads"
+		t_start "$K $L: the distribution's rdma_rxe loads"
 		if load_stock "$K"; then
 			t_pass
 			echo "     stock module: $(stock_module "$K")"
@@ -113,7 +137,7 @@ for PHASE in ${PHASES//,/ }; do
 		fi
 		;;
 	fixed | fixed-quick | fixed-short)
-		t_start "$K fixed: modprobe rdma_rxe resolves to and loads rxe-kvfix"
+		t_start "$K $L: modprobe rdma_rxe resolves to and loads rxe-kvfix"
 		path=$(modinfo -n rdma_rxe 2>/dev/null)
 		if [[ $path == "/lib/modules/$K$DKMS_DEST"/rdma_rxe.ko* ]] && modprobe rdma_rxe && rxe_flavor rxe-kvfix; then
 			t_pass
@@ -125,6 +149,7 @@ for PHASE in ${PHASES//,/ }; do
 		;;
 	*) t_fail "$K: phase" "unknown phase '$PHASE'"; continue ;;
 	esac
+	fi
 	rxe_dummy_up rxe0 d0 10.77.0.1/24
 
 	case $PHASE in
@@ -142,7 +167,7 @@ for PHASE in ${PHASES//,/ }; do
 	stock)
 		f=$(rv stock 1G 0 sampled) # fresh guest: order 10 usually there; recorded, not asserted
 		for spec in 1G:16 1025M:0 2G:0 4G:0; do
-			t_start "$K stock: ${spec%:*}+${spec#*:} B fails with ENOMEM, diagnosed as rxe metadata order"
+			t_start "$K $L: ${spec%:*}+${spec#*:} B fails with ENOMEM, diagnosed as rxe metadata order"
 			f=$(rv stock "${spec%:*}" "${spec#*:}" sampled)
 			if [[ $(cat "$f.rc") == 1 && $(jget "$f" 'r["registered"] is False and r["reg_errno"] == 12 and r["metadata_order"] > 10 and (r.get("diagnosis") or {}).get("cause") == "rxe_metadata_order"') == true ]]; then
 				t_pass
@@ -152,14 +177,14 @@ for PHASE in ${PHASES//,/ }; do
 				t_fail "exit $(cat "$f.rc"): $(jget "$f" 'r.get("reg_errno"), r.get("diagnosis")') $(head -c 300 "$f.err")"
 			fi
 		done
-		t_start "$K stock: --split 4 (the workaround: 2 GiB as four 512 MiB MRs, scatter lists across them) passes"
+		t_start "$K $L: --split 4 (the workaround: 2 GiB as four 512 MiB MRs, scatter lists across them) passes"
 		f=$(rv stock 2G 0 sampled 4)
 		if [[ $(cat "$f.rc") == 0 && $(jget "$f" 'r["registered"] and r["mrs"] == 4 and r["result"] == "pass"') == true ]]; then
 			t_pass
 		else
 			t_fail "exit $(cat "$f.rc"): $(jget "$f" 'r.get("diagnosis")') $(head -c 300 "$f.err")"
 		fi
-		t_start "$K stock: rxe-verify probe puts the boundary at or below 1 GiB (order 10)"
+		t_start "$K $L: rxe-verify probe puts the boundary at or below 1 GiB (order 10)"
 		timeout 900 "$RV" probe -d rxe0 --max 2G --granularity 64M --budget 300 --json >"$OUT/stock-probe.json" 2>"$OUT/stock-probe.err"
 		if [[ $(jget "$OUT/stock-probe.json" 'j["probe"]["largest_ok"]["size"] <= 2**30 and j["probe"]["smallest_fail"]["size"] <= 2**30 + 64 * 2**20') == true ]]; then
 			t_pass
@@ -167,7 +192,7 @@ for PHASE in ${PHASES//,/ }; do
 		else
 			t_fail "probe: $(jget "$OUT/stock-probe.json" 'j.get("probe")') $(head -c 200 "$OUT/stock-probe.err")"
 		fi
-		t_start "$K stock: dmesg has the page allocator WARNING from __alloc_mr_page_info"
+		t_start "$K $L: dmesg has the page allocator WARNING from __alloc_mr_page_info"
 		dmesg >"$OUT/stock-dmesg.txt"
 		if grep -q 'WARNING:' "$OUT/stock-dmesg.txt" && grep -q '__alloc_mr_page_info' "$OUT/stock-dmesg.txt"; then
 			t_pass
@@ -175,7 +200,7 @@ for PHASE in ${PHASES//,/ }; do
 		else
 			t_fail "no WARNING with __alloc_mr_page_info in dmesg"
 		fi
-		t_start "$K stock: ib_write_bw -s $PT_SIZE (1026 MiB MR) fails to register"
+		t_start "$K $L: ib_write_bw -s $PT_SIZE (1026 MiB MR) fails to register"
 		if perftest ib_write_bw "$PT_SIZE"; then
 			t_fail "ib_write_bw passed on the stock module"
 		elif grep -qiE "couldn't allocate mr|failed to create mr|cannot allocate" "$OUT/stock-ib_write_bw-$PT_SIZE".{client,server}; then
@@ -207,7 +232,7 @@ for PHASE in ${PHASES//,/ }; do
 		[[ $PHASE != fixed-quick ]] || sizes='1G:16'
 		[[ $PHASE != fixed-short ]] || sizes='1G:16 2G:0'
 		for spec in $sizes; do
-			t_start "$K fixed: ${spec%:*}+${spec#*:} B registers and passes sampled WRITE/READ loops"
+			t_start "$K $L: ${spec%:*}+${spec#*:} B registers and passes sampled WRITE/READ loops"
 			f=$(rv fixed "${spec%:*}" "${spec#*:}" sampled)
 			if [[ $(cat "$f.rc") == 0 && $(jget "$f" 'r["registered"] and r["result"] == "pass" and r["verified_bytes"] > 0') == true ]]; then
 				t_pass
@@ -217,14 +242,14 @@ for PHASE in ${PHASES//,/ }; do
 		done
 		# the full span, probe and perftest only in the full fixed phase
 		if [[ $PHASE == fixed ]]; then
-			t_start "$K fixed: 1G+16 B passes the full-span WRITE/READ loop (every byte both ways)"
+			t_start "$K $L: 1G+16 B passes the full-span WRITE/READ loop (every byte both ways)"
 			f=$(rv fixed 1G 16 full)
 			if [[ $(cat "$f.rc") == 0 && $(jget "$f" 'r["result"] == "pass" and r["verified_bytes"] >= 2 * r["size"]') == true ]]; then
 				t_pass
 			else
 				t_fail "exit $(cat "$f.rc"): $(jget "$f" 'r.get("diagnosis"), r.get("mismatch")') $(head -c 300 "$f.err")"
 			fi
-			t_start "$K fixed: rxe-verify probe registers everything up to 2 GiB"
+			t_start "$K $L: rxe-verify probe registers everything up to 2 GiB"
 			timeout 900 "$RV" probe -d rxe0 --max 2G --granularity 64M --budget 300 --json >"$OUT/fixed-probe.json" 2>"$OUT/fixed-probe.err"
 			if [[ $(jget "$OUT/fixed-probe.json" 'j["probe"]["largest_ok"]["size"] == 2 * 2**30 and j["probe"]["smallest_fail"] is None') == true ]]; then
 				t_pass
@@ -232,7 +257,7 @@ for PHASE in ${PHASES//,/ }; do
 				t_fail "probe: $(jget "$OUT/fixed-probe.json" 'j.get("probe")') $(head -c 200 "$OUT/fixed-probe.err")"
 			fi
 			for tool in $PERFTEST_TOOLS; do
-				t_start "$K fixed: $tool -s $PT_SIZE (1026 MiB MR) passes"
+				t_start "$K $L: $tool -s $PT_SIZE (1026 MiB MR) passes"
 				if perftest "$tool" "$PT_SIZE"; then
 					t_pass
 					grep -E '^ *[0-9]+ +[0-9]+ ' "$OUT/fixed-$tool-$PT_SIZE.client" | tail -n1 | sed 's/^/     /'
@@ -245,10 +270,10 @@ for PHASE in ${PHASES//,/ }; do
 	esac
 
 	rxe_dummy_down rxe0 d0
-	t_start "$K $PHASE: rdma_rxe unloads"
+	t_start "$K $L: rdma_rxe unloads"
 	if rmmod rdma_rxe; then t_pass; else t_fail "rmmod rdma_rxe failed"; fi
 	if [[ $PHASE != stock* ]]; then
-		t_start "$K $PHASE: dmesg has no WARNING/BUG/Oops/lockdep report"
+		t_start "$K $L: dmesg has no WARNING/BUG/Oops/lockdep report"
 		dmesg >"$OUT/$PHASE-dmesg.txt"
 		bad=$(dmesg_bad)
 		if [[ -z $bad ]]; then t_pass; else t_fail "$(head -n2 <<<"$bad" | tr '\n' ' ')"; fi

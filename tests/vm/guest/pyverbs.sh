@@ -3,18 +3,23 @@
 # WRITE/READ (python3-pyverbs, /usr/share/doc/rdma-core/tests) against the
 # stock rdma_rxe and against rxe-kvfix, in one boot.
 #
-#   pyverbs.sh KERNELRELEASE
+#   pyverbs.sh KERNELRELEASE [UNPATCHED_KO PATCHED_KO]
+#
+# With two module files (patches/validate --boot) the two suites run on those
+# instead, labelled "unpatched" and "patched"; each must be the loaded rdma_rxe
+# (build ID, load_ko in lib.sh).
 #
 # Reports passed/failed/skipped for both; any test that passes on stock but
 # not on rxe-kvfix is a failure. (These tests use small messages: they check
 # the MR mapping paths, not large allocations.)
 set -uo pipefail
 
-usage() { echo "Usage: pyverbs.sh KERNELRELEASE"; }
+usage() { echo "Usage: pyverbs.sh KERNELRELEASE [UNPATCHED_KO PATCHED_KO]"; }
 # shellcheck source=tests/vm/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-rxe_guest_main vm-pyverbs 1 1 "$@"
-K=$1
+rxe_guest_main vm-pyverbs 1 3 "$@"
+(($# != 2)) || { usage >&2; exit 2; }
+K=$1 UNPATCHED_KO=${2:-} PATCHED_KO=${3:-}
 # MR registration/re-registration/memory windows, and the RC RDMA WRITE/READ
 # traffic tests of the extended QP API
 MODULES=(test_mr test_qpex)
@@ -62,18 +67,25 @@ suite() {
 # shellcheck disable=SC2317  # called through suite
 load_fixed() { modprobe rdma_rxe && rxe_flavor rxe-kvfix; }
 
-suite stock load_stock "$K"
-suite fixed load_fixed
+if [[ -n $UNPATCHED_KO ]]; then
+	A=unpatched B=patched BN=patched
+	suite "$A" load_ko "$UNPATCHED_KO"
+	suite "$B" load_ko "$PATCHED_KO"
+else
+	A=stock B=fixed BN=rxe-kvfix
+	suite "$A" load_stock "$K"
+	suite "$B" load_fixed
+fi
 
-t_start "$K pyverbs: nothing that passes on stock fails on rxe-kvfix"
-if [[ -s $OUT/pyverbs-stock.outcomes && -s $OUT/pyverbs-fixed.outcomes ]]; then
-	regressions=$(join <(awk '$2 == "ok"' "$OUT/pyverbs-stock.outcomes") "$OUT/pyverbs-fixed.outcomes" | awk '$3 != "ok" {print $1}')
-	missing=$(join -v1 <(awk '$2 == "ok"' "$OUT/pyverbs-stock.outcomes") "$OUT/pyverbs-fixed.outcomes" | awk '{print $1}')
+t_start "$K pyverbs: nothing that passes on $A fails on $BN"
+if [[ -s $OUT/pyverbs-$A.outcomes && -s $OUT/pyverbs-$B.outcomes ]]; then
+	regressions=$(join <(awk '$2 == "ok"' "$OUT/pyverbs-$A.outcomes") "$OUT/pyverbs-$B.outcomes" | awk '$3 != "ok" {print $1}')
+	missing=$(join -v1 <(awk '$2 == "ok"' "$OUT/pyverbs-$A.outcomes") "$OUT/pyverbs-$B.outcomes" | awk '{print $1}')
 	if [[ -z $regressions && -z $missing ]]; then
 		t_pass
-		printf '     stock: %s | rxe-kvfix: %s\n' "$(counts "$OUT/pyverbs-stock.outcomes")" "$(counts "$OUT/pyverbs-fixed.outcomes")"
+		printf '     %s: %s | %s: %s\n' "$A" "$(counts "$OUT/pyverbs-$A.outcomes")" "$BN" "$(counts "$OUT/pyverbs-$B.outcomes")"
 	else
-		t_fail "regressions: ${regressions//$'\n'/ } ${missing:+not run on rxe-kvfix: ${missing//$'\n'/ }}"
+		t_fail "regressions: ${regressions//$'\n'/ } ${missing:+not run on $BN: ${missing//$'\n'/ }}"
 	fi
 else
 	t_fail "a suite produced no outcomes"
