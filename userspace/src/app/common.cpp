@@ -1,14 +1,17 @@
 #include "app/common.hpp"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 
 #include "memfit.hpp"
 #include "plan.hpp"
@@ -238,16 +241,37 @@ std::optional<SetupFailure> memlock_preflight(HostEnv& host, std::uint64_t need,
 
 namespace rxv {
 
-SetupFailure open_failure(const std::string& device, const std::string& err) {
+std::string uverbs_node_denied(const std::string& device) {
+  DIR* d = opendir("/sys/class/infiniband_verbs");
+  if (!d) return "";
+  std::string found;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.rfind("uverbs", 0) != 0) continue;
+    std::ifstream f("/sys/class/infiniband_verbs/" + n + "/ibdev");
+    std::string ib;
+    if (f >> ib && ib == device) found = "/dev/infiniband/" + n;
+  }
+  closedir(d);
+  if (found.empty() || ::access(found.c_str(), R_OK | W_OK) == 0) return "";
+  return errno == EACCES || errno == EPERM ? found : "";
+}
+
+SetupFailure open_failure(const std::string& device, const std::string& err,
+                          const std::string& denied_node) {
+  bool denied = !denied_node.empty();
   for (int e : {EACCES, EPERM})
-    if (err.find(std::strerror(e)) != std::string::npos)
-      return {cause::kDeviceAccess,
-              err + ": this user may not open " + device +
-                  "'s /dev/infiniband/uverbs* node (not a memlock or memory problem)",
-              "give the user read and write access to /dev/infiniband/uverbs* (rdma-core's "
-              "udev rule makes them mode 0666: check `ls -l /dev/infiniband` and local udev "
-              "rules or groups), or run as a user that has it",
-              kExitNotReady};
+    if (err.find(std::strerror(e)) != std::string::npos) denied = true;
+  if (denied)
+    return {cause::kDeviceAccess,
+            err + ": this user may not open " +
+                (denied_node.empty() ? device + "'s /dev/infiniband/uverbs* node"
+                                     : denied_node + " (" + device + ")") +
+                " for reading and writing (not a memlock or memory problem)",
+            "give the user read and write access to /dev/infiniband/uverbs* (rdma-core's "
+            "udev rule makes them mode 0666: check `ls -l /dev/infiniband` and local udev "
+            "rules or groups), or run as a user that has it",
+            kExitNotReady};
   return {cause::kNoDevice, err,
           "load ib_uverbs and rdma_rxe and check that `rdma link show` lists " + device,
           kExitNotReady};

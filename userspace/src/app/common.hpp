@@ -89,9 +89,15 @@ std::uint64_t run_pinned_bytes(std::uint64_t offset, std::uint64_t largest, unsi
 std::optional<SetupFailure> memlock_preflight(HostEnv& host, std::uint64_t need,
                                               const std::string& what);
 
-// The device did not open: access to its /dev/infiniband/uverbs* node denied (EACCES,
-// EPERM: device_access) or anything else (no_device), each with its remedy; exit 3.
-SetupFailure open_failure(const std::string& device, const std::string& err);
+// The device did not open: access to its /dev/infiniband/uverbs* node denied
+// (`denied_node` names it, or err says EACCES/EPERM: device_access) or anything else
+// (no_device), each with its remedy; exit 3. libibverbs' errno is no guide: with the node
+// at mode 0600 ibv_open_device fails with ENOENT (its fallback to a node of its own).
+SetupFailure open_failure(const std::string& device, const std::string& err,
+                          const std::string& denied_node = "");
+// The uverbs node of `device` (/sys/class/infiniband_verbs/uverbs*/ibdev) when this
+// process may not open it for reading and writing, else "".
+std::string uverbs_node_denied(const std::string& device);
 
 // A staging buffer that does not register is a memlock problem (3) or a failure (1).
 std::optional<SetupFailure> setup_loopback(Device& dev, const QpParams& p,

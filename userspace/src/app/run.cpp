@@ -71,7 +71,7 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   rep.device = dc.name;
   rep.gid_index = dc.gid_index;
   auto dev = prov.open(dc.name, err);
-  if (!dev) return env_fail(open_failure(dc.name, err));
+  if (!dev) return env_fail(open_failure(dc.name, err, uverbs_node_denied(dc.name)));
   PortInfo pi = dev->port();
   if (auto f = port_down(dc, pi)) return env_fail(*f);
   if (pi.max_msg_sz && cfg.msg_size > pi.max_msg_sz) cfg.msg_size = pi.max_msg_sz;
