@@ -72,7 +72,7 @@ for PHASE in stock fixed; do
 	fi
 	out=$(timeout 120 nvme connect -t rdma -a 10.77.0.1 -s 4420 -n "$NQN" 2>&1)
 	dev=''
-	for i in {1..40}; do
+	for _ in {1..40}; do
 		for c in /sys/class/nvme/nvme*; do
 			[[ $(cat "$c/subsysnqn" 2>/dev/null) == "$NQN" ]] || continue
 			for n in "$c"/nvme*n*; do [[ -e $n ]] && dev=/dev/${n##*/}; done
