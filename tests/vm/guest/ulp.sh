@@ -70,22 +70,27 @@ for PHASE in stock fixed; do
 		target_down
 		continue
 	fi
+	before=$(cd /sys/block && printf '%s\n' nvme*n*)
 	out=$(timeout 120 nvme connect -t rdma -a 10.77.0.1 -s 4420 -n "$NQN" 2>&1)
 	dev=''
+	# the namespace's block device: the one nvme*n* that was not there before (with
+	# native multipath it is the subsystem's head, nvmeXnY, not the controller's path)
 	for _ in {1..40}; do
-		for c in /sys/class/nvme/nvme*; do
-			[[ $(cat "$c/subsysnqn" 2>/dev/null) == "$NQN" ]] || continue
-			for n in "$c"/nvme*n*; do [[ -e $n ]] && dev=/dev/${n##*/}; done
+		for b in /sys/block/nvme*n*; do
+			n=${b##*/}
+			[[ $n =~ ^nvme[0-9]+n[0-9]+$ ]] && ! grep -qx "$n" <<<"$before" && dev=/dev/$n
 		done
 		[[ -n $dev && -b $dev ]] && break
 		sleep 0.5
 	done
 	if [[ -n $dev && -b $dev ]]; then
 		t_pass
-		echo "     $dev ($(cat "/sys/block/${dev#/dev/}/queue/max_hw_sectors_kb") KiB max per I/O, transport $(cat /sys/class/nvme/*/transport 2>/dev/null | sort -u | tr '\n' ' '))"
+		echo "     $dev ($(cat "/sys/block/${dev#/dev/}/queue/max_hw_sectors_kb") KiB max per I/O; $out)"
 	else
 		t_fail "no namespace block device: $out"
 		target_down
+		rxe_dummy_down rxe0 d0
+		rmmod rdma_rxe
 		continue
 	fi
 	maxkb=$(cat "/sys/block/${dev#/dev/}/queue/max_hw_sectors_kb")
