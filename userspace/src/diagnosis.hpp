@@ -17,6 +17,7 @@ inline constexpr const char* kFragmentation = "fragmentation";
 inline constexpr const char* kOutOfMemory = "out_of_memory";
 inline constexpr const char* kDeviceDown = "device_down";
 inline constexpr const char* kNoDevice = "no_device";
+inline constexpr const char* kDeviceAccess = "device_access";  // uverbs node not openable
 inline constexpr const char* kNetwork = "network_path_or_firewall";
 inline constexpr const char* kDataCorruption = "data_corruption";
 inline constexpr const char* kTransferError = "transfer_error";

@@ -58,6 +58,11 @@ std::optional<json> LineSocket::recv(std::chrono::milliseconds timeout, std::str
       }
       return j;
     }
+    if (buf_.size() > kMaxMessageBytes) {
+      err = "message from peer too long (over " + std::to_string(kMaxMessageBytes) +
+            " bytes without a newline)";
+      return std::nullopt;
+    }
     int wait = -1;
     if (timeout.count() > 0) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -81,10 +86,6 @@ std::optional<json> LineSocket::recv(std::chrono::milliseconds timeout, std::str
       return std::nullopt;
     }
     buf_.append(b, static_cast<std::size_t>(n));
-    if (buf_.size() > (16u << 20)) {
-      err = "message from peer too long";
-      return std::nullopt;
-    }
   }
 }
 
@@ -192,21 +193,79 @@ json qp_to_json(const QpAddr& a) { return {{"qpn", a.qpn}, {"psn", a.psn}, {"gid
 
 std::optional<QpAddr> qp_from_json(const json& j) {
   if (!j.is_object() || !j.contains("qpn") || !j.contains("psn") || !j.contains("gid") ||
-      !j["qpn"].is_number_unsigned() || !j["psn"].is_number_unsigned() || !j["gid"].is_string())
-    return std::nullopt;
+      !j["qpn"].is_number_unsigned() || !j["psn"].is_number_unsigned() || !j["gid"].is_string() ||
+      j["qpn"].get<std::uint64_t>() > 0xffffffu || j["psn"].get<std::uint64_t>() > 0xffffffu)
+    return std::nullopt;  // QPNs and PSNs are 24-bit
   QpAddr a;
   a.qpn = j["qpn"].get<std::uint32_t>();
   a.psn = j["psn"].get<std::uint32_t>();
   std::string g = j["gid"].get<std::string>();
   if (g.size() != 32) return std::nullopt;
   for (std::size_t i = 0; i < 16; ++i) {
-    char* e = nullptr;
-    std::string byte = g.substr(2 * i, 2);
-    unsigned long v = std::strtoul(byte.c_str(), &e, 16);
-    if (*e) return std::nullopt;
-    a.gid[i] = static_cast<std::uint8_t>(v);
+    auto nib = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      return -1;
+    };
+    int hi = nib(g[2 * i]), lo = nib(g[2 * i + 1]);  // strtoul took "-1", " f", "+f"
+    if (hi < 0 || lo < 0) return std::nullopt;
+    a.gid[i] = static_cast<std::uint8_t>(hi * 16 + lo);
   }
   return a;
+}
+
+std::optional<std::uint64_t> u64_field(const json& m, const char* key, std::uint64_t def) {
+  auto it = m.find(key);
+  if (it == m.end()) return def;
+  if (!it->is_number_unsigned()) return std::nullopt;  // negative, fractional, huge, text
+  return it->get<std::uint64_t>();
+}
+std::optional<std::string> str_field(const json& m, const char* key, const std::string& def) {
+  auto it = m.find(key);
+  if (it == m.end()) return def;
+  if (!it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+namespace {
+bool bool_field(const json& m, const char* key) {
+  auto it = m.find(key);
+  return it != m.end() && it->is_boolean() && it->get<bool>();
+}
+// A peer's error text, cut to one line of sane length.
+std::string peer_text(const json& m, const char* key, const std::string& def) {
+  std::string t = str_field(m, key, def).value_or(def);
+  for (char& c : t)
+    if (c == '\n' || c == '\r') c = ' ';
+  if (t.size() > 400) t = t.substr(0, 400) + "...";
+  return t;
+}
+}  // namespace
+
+bool parse_hello_reply(const json& r, ServerHello& h, std::string& err) {
+  if (!bool_field(r, "ok")) {
+    err = "server refused: " + peer_text(r, "error", "?");
+    return false;
+  }
+  auto q = r.find("qp");
+  auto st = r.find("staging");
+  std::optional<QpAddr> qa;
+  if (q != r.end()) qa = qp_from_json(*q);
+  if (!qa || st == r.end() || !st->is_object()) {
+    err = "malformed server answer";
+    return false;
+  }
+  auto addr = u64_field(*st, "addr", 0), rkey = u64_field(*st, "rkey", 0),
+       size = u64_field(*st, "size", 0);
+  if (!addr || !rkey || !size || *rkey > 0xffffffffu || *size == 0) {
+    err = "malformed server answer (staging buffer)";
+    return false;
+  }
+  h.qp = *qa;
+  h.staging_addr = *addr;
+  h.staging_rkey = static_cast<std::uint32_t>(*rkey);
+  h.staging_size = *size;
+  return true;
 }
 
 std::optional<json> RemotePeer::call(const json& req, std::string& err) {
@@ -222,7 +281,7 @@ std::string RemotePeer::fill(std::uint64_t st, std::uint64_t off, std::uint64_t 
   std::string err;
   auto r = call({{"op", "fill"}, {"st", st}, {"off", off}, {"len", len}, {"key", key}}, err);
   if (!r) return err;
-  if (!r->value("ok", false)) return r->value("error", std::string("peer refused fill"));
+  if (!bool_field(*r, "ok")) return peer_text(*r, "error", "peer refused fill");
   return "";
 }
 
@@ -246,20 +305,26 @@ VerifyOutcome RemotePeer::verify(std::uint64_t st, std::uint64_t off, std::uint6
     v.error = err;
     return v;
   }
-  if (r->value("ok", false)) return v;
+  if (bool_field(*r, "ok")) return v;
   v.ok = false;
-  if (r->contains("mismatch") && (*r)["mismatch"].is_object()) {
-    const json& m = (*r)["mismatch"];
+  auto mi = r->find("mismatch");
+  if (mi != r->end() && mi->is_object()) {
+    auto offset = u64_field(*mi, "offset", 0), exp = u64_field(*mi, "expected", 0),
+         act = u64_field(*mi, "actual", 0), bad = u64_field(*mi, "bad_bytes", 0);
+    if (!offset || !exp || !act || !bad || *exp > 255 || *act > 255) {
+      v.error = "malformed mismatch report from the server";
+      return v;
+    }
     Mismatch mm;
-    mm.region_offset = m.value("offset", std::uint64_t{0});
-    mm.expected = static_cast<std::uint8_t>(m.value("expected", 0u));
-    mm.actual = static_cast<std::uint8_t>(m.value("actual", 0u));
-    mm.bad_bytes = m.value("bad_bytes", std::uint64_t{0});
+    mm.region_offset = *offset;
+    mm.expected = static_cast<std::uint8_t>(*exp);
+    mm.actual = static_cast<std::uint8_t>(*act);
+    mm.bad_bytes = *bad;
     mm.first_bad_page = mm.region_offset / 4096;
     v.mismatch = mm;
-    v.explanation = r->value("explanation", std::string());
+    v.explanation = peer_text(*r, "explanation", "");
   } else {
-    v.error = r->value("error", std::string("peer verify failed"));
+    v.error = peer_text(*r, "error", "peer verify failed");
   }
   return v;
 }
@@ -268,21 +333,34 @@ namespace {
 
 void say(const std::string& s) { std::fprintf(stderr, "rxe-verify serve: %s\n", s.c_str()); }
 
-// One client session; returns "" on a clean end.
-std::string session(Provider& prov, const ServeOptions& o, LineSocket& s) {
-  auto to = std::chrono::milliseconds(static_cast<long long>(o.timeout * 1000));
-  std::string err;
-  auto hello = s.recv(to, err);
-  if (!hello) return err;
-  if (hello->value("op", "") != "hello") return "first message is not hello";
-  auto rq = qp_from_json(hello->value("qp", json()));
-  std::uint64_t staging = hello->value("staging", std::uint64_t{0});
+// The request's staging range [st, st + len) inside a buffer of `size` bytes, without
+// overflow (st + len can wrap for a hostile client).
+bool range_ok(std::uint64_t st, std::uint64_t len, std::uint64_t size) {
+  return st <= size && len <= size - st;
+}
+
+}  // namespace
+
+std::string serve_session(Provider& prov, const ServeOptions& o, LineSocket& s) {
+  // a silent client holds the (one-client-at-a-time) server for at most this long, also
+  // with --timeout 0 (which only means: wait for a client forever)
+  double idle = o.timeout > 0 ? o.timeout : kDefaultIdleSeconds;
+  auto to = std::chrono::milliseconds(static_cast<long long>(idle * 1000));
   auto refuse = [&](const std::string& e) {
     s.send({{"ok", false}, {"error", e}});
     return e;
   };
+  std::string err;
+  auto hello = s.recv(to, err);
+  if (!hello) return err == "connection closed by peer" ? err : refuse(err);
+  auto op0 = str_field(*hello, "op", "");
+  if (!op0 || *op0 != "hello") return refuse("first message is not hello");
+  std::optional<QpAddr> rq;
+  if (auto q = hello->find("qp"); q != hello->end()) rq = qp_from_json(*q);
+  auto staging = u64_field(*hello, "staging", 0);
   if (!rq) return refuse("bad QP address in hello");
-  if (staging == 0 || staging > (2ull << 30) + 4096) return refuse("bad staging size");
+  if (!staging || *staging == 0 || *staging > o.max_staging)
+    return refuse("bad staging size (1 to " + std::to_string(o.max_staging) + " bytes)");
   std::string derr;
   auto dev = prov.open(o.device, derr);
   if (!dev) return refuse(derr);
@@ -291,9 +369,9 @@ std::string session(Provider& prov, const ServeOptions& o, LineSocket& s) {
   qpp.gid_index = o.gid_index;
   auto qp = dev->create_qp(qpp, derr);
   if (!qp) return refuse(derr);
-  LocalPeer peer(*dev, staging);
+  LocalPeer peer(*dev, *staging);
   if (!peer.ok())
-    return refuse("server cannot register its " + std::to_string(staging) +
+    return refuse("server cannot register its " + std::to_string(*staging) +
                   "-byte staging buffer: " + std::strerror(peer.reg_errno()));
   if (auto e = qp->connect(*rq); !e.empty()) return refuse(e);
   s.send({{"ok", true},
@@ -303,46 +381,66 @@ std::string session(Provider& prov, const ServeOptions& o, LineSocket& s) {
                        {"size", peer.staging_size()}}},
           {"device", o.device},
           {"module", o.module_flavor}});
-  say("client connected; serving " + o.device);
+  if (!o.quiet) say("client connected; serving " + o.device);
   while (true) {
     auto m = s.recv(to, err);
-    if (!m) return err == "connection closed by peer" ? "" : err;
-    std::string op = m->value("op", "");
-    std::uint64_t st = m->value("st", std::uint64_t{0}), off = m->value("off", std::uint64_t{0}),
-                  len = m->value("len", std::uint64_t{0}), key = m->value("key", std::uint64_t{0});
-    if (op == "bye") {
+    if (!m) return err == "connection closed by peer" ? "" : refuse(err);
+    auto op = str_field(*m, "op", "");
+    auto st = u64_field(*m, "st", 0), off = u64_field(*m, "off", 0), len = u64_field(*m, "len", 0),
+         key = u64_field(*m, "key", 0);
+    if (!op) {
+      s.send({{"ok", false}, {"error", "bad field 'op' (a string)"}});
+      continue;
+    }
+    if (*op == "bye") {
       s.send({{"ok", true}});
       return "";
     }
-    if (op == "fill") {
-      std::string e = peer.fill(st, off, len, key);
+    if (*op != "fill" && *op != "verify") {
+      std::string shown = op->size() > 40 ? op->substr(0, 40) + "..." : *op;
+      s.send({{"ok", false}, {"error", "unknown op '" + shown + "'"}});
+      continue;
+    }
+    if (!st || !off || !len || !key) {
+      s.send({{"ok", false}, {"error", "bad field in " + *op + ": st, off, len and key are "
+                                                              "non-negative integers"}});
+      continue;
+    }
+    if (!range_ok(*st, *len, peer.staging_size())) {
+      s.send({{"ok", false}, {"error", "staging range out of bounds"}});
+      continue;
+    }
+    if (*op == "fill") {
+      std::string e = peer.fill(*st, *off, *len, *key);
       s.send(e.empty() ? json{{"ok", true}} : json{{"ok", false}, {"error", e}});
-    } else if (op == "verify") {
-      std::vector<KeyCandidate> c;
-      if (m->contains("candidates") && (*m)["candidates"].is_array())
-        for (const auto& x : (*m)["candidates"])
-          if (x.is_array() && x.size() == 2 && x[0].is_number_unsigned() && x[1].is_string())
-            c.push_back({x[0].get<std::uint64_t>(), x[1].get<std::string>()});
-      auto v = peer.verify(st, off, len, key, c, m->value("region_size", len + off));
-      if (v.ok) {
-        s.send({{"ok", true}});
-      } else if (v.mismatch) {
-        s.send({{"ok", false},
-                {"mismatch", {{"offset", v.mismatch->region_offset},
-                              {"expected", v.mismatch->expected},
-                              {"actual", v.mismatch->actual},
-                              {"bad_bytes", v.mismatch->bad_bytes}}},
-                {"explanation", v.explanation}});
-      } else {
-        s.send({{"ok", false}, {"error", v.error}});
-      }
+      continue;
+    }
+    std::vector<KeyCandidate> c;
+    if (auto ci = m->find("candidates"); ci != m->end() && ci->is_array())
+      for (const auto& x : *ci)
+        if (x.is_array() && x.size() == 2 && x[0].is_number_unsigned() && x[1].is_string() &&
+            c.size() < kMaxCandidates)
+          c.push_back({x[0].get<std::uint64_t>(), x[1].get<std::string>()});
+    auto rs = u64_field(*m, "region_size", *len + *off);
+    if (!rs) {
+      s.send({{"ok", false}, {"error", "bad field 'region_size' (a non-negative integer)"}});
+      continue;
+    }
+    auto v = peer.verify(*st, *off, *len, *key, c, *rs);
+    if (v.ok) {
+      s.send({{"ok", true}});
+    } else if (v.mismatch) {
+      s.send({{"ok", false},
+              {"mismatch", {{"offset", v.mismatch->region_offset},
+                            {"expected", v.mismatch->expected},
+                            {"actual", v.mismatch->actual},
+                            {"bad_bytes", v.mismatch->bad_bytes}}},
+              {"explanation", v.explanation}});
     } else {
-      s.send({{"ok", false}, {"error", "unknown op '" + op + "'"}});
+      s.send({{"ok", false}, {"error", v.error}});
     }
   }
 }
-
-}  // namespace
 
 int run_server(Provider& prov, const ServeOptions& o) {
   addrinfo hints{};
@@ -393,7 +491,7 @@ int run_server(Provider& prov, const ServeOptions& o) {
     if (cfd < 0) continue;
     setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     LineSocket client(cfd);
-    std::string e = session(prov, o, client);
+    std::string e = serve_session(prov, o, client);
     if (!e.empty()) say("session ended: " + e);
     else say("client finished");
     if (!o.forever) return e.empty() ? kExitPass : kExitFail;

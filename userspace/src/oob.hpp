@@ -22,6 +22,13 @@ namespace rxv {
 
 inline constexpr std::uint16_t kDefaultPort = 47910;
 inline constexpr int kProtocolVersion = 1;
+// Limits on what a peer sends: one message (a verify carries two candidate keys per pass
+// run so far, ~40 bytes each: 1 MiB holds ~25,000 passes), candidate keys the server
+// considers per verify (more only lose the naming of older passes in an explanation), and
+// how long a connected client may stay silent when --timeout is 0.
+inline constexpr std::size_t kMaxMessageBytes = 1u << 20;
+inline constexpr std::size_t kMaxCandidates = 1024;
+inline constexpr double kDefaultIdleSeconds = 300;
 
 class LineSocket {
  public:
@@ -49,8 +56,24 @@ bool parse_host_port(const std::string& s, std::string& host, std::uint16_t& por
 std::optional<LineSocket> tcp_connect(const std::string& host, std::uint16_t port,
                                       std::chrono::milliseconds timeout, std::string& err);
 
+// A message field: absent -> def; present but of the wrong kind (for u64: negative,
+// fractional, over 2^64-1, text) -> nullopt. Never throws.
+std::optional<std::uint64_t> u64_field(const nlohmann::json& m, const char* key,
+                                       std::uint64_t def);
+std::optional<std::string> str_field(const nlohmann::json& m, const char* key,
+                                     const std::string& def);
+
 nlohmann::json qp_to_json(const QpAddr& a);
 std::optional<QpAddr> qp_from_json(const nlohmann::json& j);
+
+// The server's answer to hello, checked (run --connect).
+struct ServerHello {
+  QpAddr qp;
+  std::uint64_t staging_addr = 0;
+  std::uint32_t staging_rkey = 0;
+  std::uint64_t staging_size = 0;
+};
+bool parse_hello_reply(const nlohmann::json& r, ServerHello& h, std::string& err);
 
 class RemotePeer final : public Peer {
  public:
@@ -80,10 +103,17 @@ struct ServeOptions {
   int gid_index = -1;  // resolved
   std::string bind;    // "" = any
   std::uint16_t port = kDefaultPort;
-  double timeout = 300;  // seconds waiting for a client / between messages; 0 = none
+  double timeout = 300;  // seconds waiting for a client / between messages; 0 = wait for a
+                         // client forever (a session still idles out after kDefaultIdleSeconds)
   bool forever = false;
   std::string module_flavor;
+  std::uint64_t max_staging = (2ull << 30) + 4096;  // largest staging buffer a client gets
+  bool quiet = false;  // no per-session progress lines (the fuzz target)
 };
+
+// One client session on an accepted socket (run_server's loop; the fuzz target and the
+// unit tests drive it over a socketpair); "" on a clean end, else the one-line reason.
+std::string serve_session(Provider& prov, const ServeOptions& o, LineSocket& s);
 
 // Runs the server loop; returns an exit code. Messages go to stderr (one line each).
 int run_server(Provider& prov, const ServeOptions& o);

@@ -1,12 +1,17 @@
 #include "app/common.hpp"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 
 #include "memfit.hpp"
 #include "plan.hpp"
@@ -205,6 +210,71 @@ std::string choose_device(const std::vector<IbDevice>& sys, const std::vector<st
   err = "no rxe device found (load rdma_rxe and run `rdma link add rxe0 type rxe netdev <netdev>`, or name one with --device)";
   code = kExitNotReady;
   return "";
+}
+
+}  // namespace rxv
+
+namespace rxv {
+
+std::uint64_t run_pinned_bytes(std::uint64_t offset, std::uint64_t largest, unsigned split,
+                               std::uint64_t staging) {
+  // the largest region (each of its --split MRs may start mid-page: one more page each),
+  // plus the staging buffer, counted as at least the 2 MiB doctor allows
+  const std::uint64_t region = (span_pages(offset, largest) + (split > 1 ? split - 1 : 0)) * kPageSize;
+  return region + std::max<std::uint64_t>(2ull << 20, span_pages(0, staging) * kPageSize);
+}
+
+std::optional<SetupFailure> memlock_preflight(HostEnv& host, std::uint64_t need,
+                                              const std::string& what) {
+  HostSnapshot h = snapshot(host);
+  if (memlock_allows(h.limits, h.cap_eff, need)) return std::nullopt;
+  auto ml = parse_memlock(h.limits);
+  const std::string now = ml ? std::to_string(ml->soft / 1024) + " KiB" : std::string("?");
+  return SetupFailure{cause::kMemlock,
+                      "RLIMIT_MEMLOCK is " + now + ", below the " +
+                          std::to_string((need + 1023) / 1024) + " KiB this run pins (" + what +
+                          ") and the process lacks CAP_IPC_LOCK",
+                      memlock_remedy(need), kExitNotReady};
+}
+
+}  // namespace rxv
+
+namespace rxv {
+
+std::string uverbs_node_denied(const std::string& device) {
+  DIR* d = opendir("/sys/class/infiniband_verbs");
+  if (!d) return "";
+  std::string found;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.rfind("uverbs", 0) != 0) continue;
+    std::ifstream f("/sys/class/infiniband_verbs/" + n + "/ibdev");
+    std::string ib;
+    if (f >> ib && ib == device) found = "/dev/infiniband/" + n;
+  }
+  closedir(d);
+  if (found.empty() || ::access(found.c_str(), R_OK | W_OK) == 0) return "";
+  return errno == EACCES || errno == EPERM ? found : "";
+}
+
+SetupFailure open_failure(const std::string& device, const std::string& err,
+                          const std::string& denied_node) {
+  bool denied = !denied_node.empty();
+  for (int e : {EACCES, EPERM})
+    if (err.find(std::strerror(e)) != std::string::npos) denied = true;
+  if (denied)
+    return {cause::kDeviceAccess,
+            err + ": this user may not open " +
+                (denied_node.empty() ? device + "'s /dev/infiniband/uverbs* node"
+                                     : denied_node + " (" + device + ")") +
+                " for reading and writing (not a memlock or memory problem)",
+            "give the user read and write access to /dev/infiniband/uverbs* (rdma-core's "
+            "udev rule makes them mode 0666: check `ls -l /dev/infiniband` and local udev "
+            "rules or groups), or run as a user that has it",
+            kExitNotReady};
+  return {cause::kNoDevice, err,
+          "load ib_uverbs and rdma_rxe and check that `rdma link show` lists " + device,
+          kExitNotReady};
 }
 
 }  // namespace rxv

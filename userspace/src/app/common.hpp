@@ -80,6 +80,25 @@ struct Loopback {
   std::unique_ptr<QueuePair> qa, qb;
   std::unique_ptr<LocalPeer> peer;
 };
+// What a run pins at once (bytes): the largest region over `split` MRs at `offset` and
+// its staging buffer (at least 2 MiB, as doctor counts). memlock_preflight: a
+// memlock SetupFailure (exit 3) naming the current limit, that need (`what` says what it
+// is) and the remedies, when RLIMIT_MEMLOCK is below it without CAP_IPC_LOCK.
+std::uint64_t run_pinned_bytes(std::uint64_t offset, std::uint64_t largest, unsigned split,
+                               std::uint64_t staging);
+std::optional<SetupFailure> memlock_preflight(HostEnv& host, std::uint64_t need,
+                                              const std::string& what);
+
+// The device did not open: access to its /dev/infiniband/uverbs* node denied
+// (`denied_node` names it, or err says EACCES/EPERM: device_access) or anything else
+// (no_device), each with its remedy; exit 3. libibverbs' errno is no guide: with the node
+// at mode 0600 ibv_open_device fails with ENOENT (its fallback to a node of its own).
+SetupFailure open_failure(const std::string& device, const std::string& err,
+                          const std::string& denied_node = "");
+// The uverbs node of `device` (/sys/class/infiniband_verbs/uverbs*/ibdev) when this
+// process may not open it for reading and writing, else "".
+std::string uverbs_node_denied(const std::string& device);
+
 // A staging buffer that does not register is a memlock problem (3) or a failure (1).
 std::optional<SetupFailure> setup_loopback(Device& dev, const QpParams& p,
                                            std::uint64_t staging, const DiagContext& dctx,

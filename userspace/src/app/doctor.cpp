@@ -54,7 +54,16 @@ Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host) {
   j["memlock"] = {{"soft", ml ? (ml->soft_unlimited ? json("unlimited") : json(ml->soft)) : json(nullptr)},
                   {"hard", ml ? (ml->hard_unlimited ? json("unlimited") : json(ml->hard)) : json(nullptr)},
                   {"cap_ipc_lock", cap}, {"needed_for", want}, {"sufficient", ml_ok}};
-  if (!ml_ok) problems.push_back("RLIMIT_MEMLOCK is too small for " + format_size(want) + ": " + memlock_remedy(need));
+  std::vector<std::string> causes;  // a cause token per problem that has one
+  if (!ml_ok) {
+    problems.push_back("RLIMIT_MEMLOCK is " +
+                       (ml ? std::to_string(ml->soft / 1024) + " KiB" : std::string("?")) +
+                       ", below the " + std::to_string((need + 1023) / 1024) + " KiB a " +
+                       format_size(want) +
+                       " run pins (the region and its staging buffer) without CAP_IPC_LOCK: " +
+                       memlock_remedy(need));
+    causes.push_back(cause::kMemlock);
+  }
   auto mi = parse_meminfo(h.meminfo);
   j["memory"] = {{"total", mi ? json(mi->total) : json(nullptr)},
                  {"available", mi ? json(mi->available) : json(nullptr)}};
@@ -82,6 +91,7 @@ Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host) {
     warnings.push_back("cannot tell whether the firewall accepts RoCEv2 (UDP 4791): " + fw.combined.detail);
   bool ready = problems.empty();
   j["problems"] = problems;
+  j["causes"] = causes;
   j["warnings"] = warnings;
   j["ready"] = ready;
   const Verdict verdict = ready ? Verdict::Ready : Verdict::NotReady;

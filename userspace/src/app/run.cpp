@@ -1,5 +1,6 @@
 // `rxe-verify run`: register regions and verify RDMA WRITE/READ data integrity, loopback
 // or against `rxe-verify serve` on another host.
+#include <algorithm>
 #include <cstdio>
 
 #include "app/common.hpp"
@@ -70,10 +71,7 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   rep.device = dc.name;
   rep.gid_index = dc.gid_index;
   auto dev = prov.open(dc.name, err);
-  if (!dev)
-    return env_fail({cause::kNoDevice, err,
-                     "load ib_uverbs and rdma_rxe and check that `rdma link show` lists " + dc.name,
-                     kExitNotReady});
+  if (!dev) return env_fail(open_failure(dc.name, err, uverbs_node_denied(dc.name)));
   PortInfo pi = dev->port();
   if (auto f = port_down(dc, pi)) return env_fail(*f);
   if (pi.max_msg_sz && cfg.msg_size > pi.max_msg_sz) cfg.msg_size = pi.max_msg_sz;
@@ -81,6 +79,12 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   QpParams qpp;
   qpp.gid_index = dc.gid_index;
   DiagContext dctx = make_diag_context(host, pi.active, cfg.two_host, rep.module);
+  // the whole run's memlock need up front: the staging buffer alone would pass at 8 MiB
+  // and the region fail next, and the advice must name what the run pins, not one buffer
+  const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  if (auto f = memlock_preflight(host, run_pinned_bytes(cfg.offset, largest, cfg.split, staging_bytes_for(cfg)),
+                                 "the " + format_size(largest) + " region and the staging buffer"))
+    return env_fail(*f);
   Loopback lb;
   std::unique_ptr<QueuePair>& qa = lb.qa;
   std::optional<LineSocket> sock;
@@ -103,14 +107,11 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
                 {"staging", staging}});
     auto hr = sock->recv(std::chrono::seconds(60), err);
     if (!hr) return fail(cause::kNetwork, "no answer from the server: " + err);
-    if (!hr->value("ok", false))
-      return fail(cause::kUnknown, "server refused: " + hr->value("error", std::string("?")));
-    auto rq = qp_from_json(hr->value("qp", json()));
-    const json st = hr->value("staging", json());
-    if (!rq || !st.is_object()) return fail(cause::kUnknown, "malformed server answer");
-    if (auto e = qa->connect(*rq); !e.empty()) return fail(cause::kUnknown, e);
-    rpeer = std::make_unique<RemotePeer>(*sock, st.value("addr", std::uint64_t{0}),
-                                         st.value("rkey", 0u), st.value("size", std::uint64_t{0}),
+    ServerHello sh;
+    if (!parse_hello_reply(*hr, sh, err))
+      return fail(cause::kUnknown, err);
+    if (auto e = qa->connect(sh.qp); !e.empty()) return fail(cause::kUnknown, e);
+    rpeer = std::make_unique<RemotePeer>(*sock, sh.staging_addr, sh.staging_rkey, sh.staging_size,
                                          std::chrono::seconds(120));
     peer = rpeer.get();
   }
