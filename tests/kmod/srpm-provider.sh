@@ -20,7 +20,6 @@ export RXE_PROG
 . "$REPO/tests/testlib.sh"
 t_suite kmod-srpm
 PREP=$REPO/kmod/rxe-kvfix-prepare
-RXE=drivers/infiniband/sw/rxe
 
 usage() { echo "Usage: tests/kmod/srpm-provider.sh   (needs root to install rpm; uses the sid build root)"; }
 [[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
@@ -37,35 +36,12 @@ XY=$(cut -d. -f1,2 <<<"$UP")
 FREL=$UP-200.fc44.x86_64
 
 t_start "make a Fedora-shaped kernel-$UP-200.fc44.src.rpm"
-mkdir -p "$W/x" "$W/rpm/SOURCES" "$W/rpm/SPECS"
-tar -xf "$lower/usr/src/linux-source-$XY.tar.xz" -C "$W/x" --strip-components=1 \
-	--wildcards --no-wildcards-match-slash "*/$RXE/*" "*/Makefile"
-mv "$W/x" "$W/linux-$UP"
-tar -C "$W" -cJf "$W/rpm/SOURCES/linux-$UP.tar.xz" "linux-$UP"
 # the distribution patch: one rxe change (kept) and one top-level change (dropped)
-cp -a "$W/linux-$UP" "$W/b"
-sed -i '1a /* fedora-distro-change: kept by rxe-kvfix-prepare */' "$W/b/$RXE/rxe_verbs.c"
-sed -i -E 's/^EXTRAVERSION =.*/EXTRAVERSION = -fedora-test/' "$W/b/Makefile"
-(cd "$W" && { diff -u --label "a/$RXE/rxe_verbs.c" --label "b/$RXE/rxe_verbs.c" "linux-$UP/$RXE/rxe_verbs.c" "b/$RXE/rxe_verbs.c" || true; } |
-	sed "1i diff --git a/$RXE/rxe_verbs.c b/$RXE/rxe_verbs.c" >"rpm/SOURCES/patch-$XY-redhat.patch"
-	{ diff -u --label a/Makefile --label b/Makefile "linux-$UP/Makefile" b/Makefile || true; } |
-	sed '1i diff --git a/Makefile b/Makefile' >>"rpm/SOURCES/patch-$XY-redhat.patch")
-cat >"$W/rpm/SPECS/kernel.spec" <<EOF
-Name: kernel
-Version: $UP
-Release: 200.fc44
-Summary: test kernel source package shaped like Fedora's
-License: GPL-2.0-only
-Source0: linux-$UP.tar.xz
-Source1: patch-$XY-redhat.patch
-%description
-Made by rxe-kvfix's tests/kmod/srpm-provider.sh.
-EOF
-if rpmbuild -bs --define "_topdir $W/rpm" "$W/rpm/SPECS/kernel.spec" >"$W/rpmbuild.log" 2>&1; then
-	SRPM=$(find "$W/rpm/SRPMS" -name '*.src.rpm' | head -n1)
+if SRPM=$(rxe_fedora_srpm "$lower/usr/src/linux-source-$XY.tar.xz" "$UP" "$W" \
+	'fedora-distro-change: kept by rxe-kvfix-prepare' fedora-test "test kernel source package shaped like Fedora's" 2>"$W/srpm.err") && [[ -f $SRPM ]]; then
 	t_pass
 else
-	t_fail "rpmbuild -bs failed: $(tail -n1 "$W/rpmbuild.log")"
+	t_fail "$(tail -n1 "$W/srpm.err")"
 	exit 1
 fi
 

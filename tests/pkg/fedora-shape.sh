@@ -33,7 +33,8 @@
 set -euo pipefail
 
 usage() { sed -n '/^#   fedora-shape.sh/,/^# MNT must/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
-readonly RXE=drivers/infiniband/sw/rxe
+# shellcheck source=tests/vm/lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/../vm" && pwd)/lib.sh"
 readonly LABEL="Fedora-shaped (simulated: Debian kernel, DKMS's Fedora code path, Fedora's file layout)"
 
 STAGE=() UNAFF='' SRPMS=1 MNT=''
@@ -65,9 +66,8 @@ mapfile -t KERNELS < <(cd "$MNT/lib/modules" && for d in *; do [[ -d $MNT/usr/sr
 # it is most of the cost) and this script, kept in $SRPM_CACHE
 SRPM_CACHE=${RXE_CACHE:-/var/cache/rxe-kvfix}/fedora-shaped-srpms
 make_srpm() {
-	local src=$1 up=$2 xy d key
-	xy=$(cut -d. -f1,2 <<<"$up")
-	key="$(basename "$src") $(stat -c '%s %Y' "$src") $(sha256sum <"${BASH_SOURCE[0]}")"
+	local src=$1 up=$2 d key
+	key="$(basename "$src") $(stat -c '%s %Y' "$src") $(sha256sum <"${BASH_SOURCE[0]}") $(declare -f rxe_fedora_srpm | sha256sum)"
 	key=$(sha256sum <<<"$key" | cut -c1-12)
 	mkdir -p "$MNT/var/cache/rxe-kvfix/sources"
 	if compgen -G "$SRPM_CACHE/$key/kernel-$up-200.fc44*.src.rpm" >/dev/null; then
@@ -75,33 +75,8 @@ make_srpm() {
 		return 0
 	fi
 	d=$W/srpm-$up
-	mkdir -p "$d/x" "$d/rpm/SOURCES" "$d/rpm/SPECS"
-	tar -xf "$src" -C "$d/x" --strip-components=1 --wildcards --no-wildcards-match-slash "*/$RXE/*" "*/Makefile"
-	mv "$d/x" "$d/linux-$up"
-	tar -C "$d" -cJf "$d/rpm/SOURCES/linux-$up.tar.xz" "linux-$up"
-	# the distribution patch: one rxe change (the provider applies it) and one
-	# outside rxe (left out), as Fedora's patch-X.Y-redhat.patch touches both
-	cp -a "$d/linux-$up" "$d/b"
-	sed -i '1a /* fedora-shaped-distro-change: applied by rxe-kvfix-prepare */' "$d/b/$RXE/rxe_verbs.c"
-	sed -i -E 's/^EXTRAVERSION =.*/EXTRAVERSION = -fedora-shaped/' "$d/b/Makefile"
-	(cd "$d" && { diff -u --label "a/$RXE/rxe_verbs.c" --label "b/$RXE/rxe_verbs.c" "linux-$up/$RXE/rxe_verbs.c" "b/$RXE/rxe_verbs.c" || true; } |
-		sed "1i diff --git a/$RXE/rxe_verbs.c b/$RXE/rxe_verbs.c" >"rpm/SOURCES/patch-$xy-redhat.patch"
-		{ diff -u --label a/Makefile --label b/Makefile "linux-$up/Makefile" b/Makefile || true; } |
-			sed '1i diff --git a/Makefile b/Makefile' >>"rpm/SOURCES/patch-$xy-redhat.patch")
-	cat >"$d/rpm/SPECS/kernel.spec" <<EOF
-Name: kernel
-Version: $up
-Release: 200.fc44
-Summary: $LABEL kernel source package
-License: GPL-2.0-only
-Source0: linux-$up.tar.xz
-Patch1: patch-$xy-redhat.patch
-%description
-Made at test time by rxe-kvfix's tests/pkg/fedora-shape.sh from Debian's
-linux-source of linux $up, trimmed to the top Makefile and $RXE.
-EOF
-	rpmbuild -bs --define "_topdir $d/rpm" "$d/rpm/SPECS/kernel.spec" >"$d/rpmbuild.log" 2>&1 ||
-		{ echo "fedora-shape: rpmbuild -bs of kernel-$up failed: $(tail -n1 "$d/rpmbuild.log")" >&2; return 1; }
+	rxe_fedora_srpm "$src" "$up" "$d" 'fedora-shaped-distro-change: applied by rxe-kvfix-prepare' \
+		fedora-shaped "$LABEL kernel source package" >/dev/null || { echo "fedora-shape: $(tail -n1 "$d/rpmbuild.log" 2>/dev/null)" >&2; return 1; }
 	cp "$d"/rpm/SRPMS/kernel-"$up"-200.fc44*.src.rpm "$MNT/var/cache/rxe-kvfix/sources/"
 	mkdir -p "$SRPM_CACHE/$key.part" && cp "$d"/rpm/SRPMS/kernel-"$up"-200.fc44*.src.rpm "$SRPM_CACHE/$key.part/" &&
 		rm -rf "${SRPM_CACHE:?}/$key" && mv "$SRPM_CACHE/$key.part" "$SRPM_CACHE/$key"

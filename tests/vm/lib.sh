@@ -227,3 +227,42 @@ rxe_copy_checkout() {
     tar -C "$RXE_REPO_DIR" --exclude=./build --exclude='./build-*' --exclude=./_build \
         --exclude=./results --exclude=./.git -cf - . | tar -C "$1/root/rxe-kvfix" -xf -
 }
+
+# rxe_fedora_srpm TARBALL UPSTREAM DIR MARKER TAG SUMMARY: a kernel source RPM in
+# Fedora's shape, kernel-UPSTREAM-200.fc44.src.rpm, made in DIR; its path on stdout.
+# Source0 is linux-UPSTREAM.tar.xz (TARBALL, a Debian linux-source, trimmed to the top
+# Makefile and the rxe directory: the whole tree costs minutes), Patch1
+# patch-X.Y-redhat.patch with one change inside rxe (the comment MARKER in rxe_verbs.c,
+# which the SRPM provider applies) and one outside (EXTRAVERSION = -TAG, left out), as
+# Fedora's patch touches both. Used by tests/kmod/srpm-provider.sh and
+# tests/pkg/fedora-shape.sh.
+rxe_fedora_srpm() {
+    local src=$1 up=$2 d=$3 marker=$4 tag=$5 summary=$6 xy rxe=drivers/infiniband/sw/rxe
+    xy=$(cut -d. -f1,2 <<<"$up")
+    mkdir -p "$d/x" "$d/rpm/SOURCES" "$d/rpm/SPECS"
+    tar -xf "$src" -C "$d/x" --strip-components=1 --wildcards --no-wildcards-match-slash "*/$rxe/*" "*/Makefile"
+    mv "$d/x" "$d/linux-$up"
+    tar -C "$d" -cJf "$d/rpm/SOURCES/linux-$up.tar.xz" "linux-$up"
+    cp -a "$d/linux-$up" "$d/b"
+    sed -i "1a /* $marker */" "$d/b/$rxe/rxe_verbs.c"
+    sed -i -E "s/^EXTRAVERSION =.*/EXTRAVERSION = -$tag/" "$d/b/Makefile"
+    (cd "$d" && { diff -u --label "a/$rxe/rxe_verbs.c" --label "b/$rxe/rxe_verbs.c" "linux-$up/$rxe/rxe_verbs.c" "b/$rxe/rxe_verbs.c" || true; } |
+        sed "1i diff --git a/$rxe/rxe_verbs.c b/$rxe/rxe_verbs.c" >"rpm/SOURCES/patch-$xy-redhat.patch"
+        { diff -u --label a/Makefile --label b/Makefile "linux-$up/Makefile" b/Makefile || true; } |
+            sed '1i diff --git a/Makefile b/Makefile' >>"rpm/SOURCES/patch-$xy-redhat.patch")
+    cat >"$d/rpm/SPECS/kernel.spec" <<SPEC
+Name: kernel
+Version: $up
+Release: 200.fc44
+Summary: $summary
+License: GPL-2.0-only
+Source0: linux-$up.tar.xz
+Patch1: patch-$xy-redhat.patch
+%description
+Made at test time by rxe-kvfix's tests from Debian's linux-source of linux $up,
+trimmed to the top Makefile and $rxe.
+SPEC
+    rpmbuild -bs --define "_topdir $d/rpm" "$d/rpm/SPECS/kernel.spec" >"$d/rpmbuild.log" 2>&1 ||
+        { echo "rpmbuild -bs of kernel-$up failed: $(tail -n1 "$d/rpmbuild.log")" >&2; return 1; }
+    find "$d/rpm/SRPMS" -name "kernel-$up-200.fc44*.src.rpm" | head -n1
+}

@@ -31,6 +31,9 @@
 #   stock_module K                  path of the distribution's rdma_rxe of kernel K (DKMS
 #                                   keeps it in original_module/ while rxe-kvfix is installed)
 #   load_stock K                    insmod it and check that the loaded module is stock
+#   load_phase K PHASE WHAT         one result "K WHAT PHASE: ... loads": stock (load_stock)
+#                                   or fixed (modprobe gives rxe-kvfix); status 1 if not
+#   unload_phase K PHASE WHAT       rmmod rdma_rxe as a result; after fixed, dmesg clean
 #   load_ko KO                      insmod the module file KO (dependencies first); it must
 #                                   then be the loaded rdma_rxe: its GNU build ID equals
 #                                   /sys/module/rdma_rxe/notes/.note.gnu.build-id (a module
@@ -148,6 +151,26 @@ load_stock() {
 	modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel || return 1
 	insmod "$ko" || return 1
 	rxe_flavor stock
+}
+
+load_phase() {
+	local k=$1 phase=$2 what=$3
+	if [[ $phase == stock ]]; then
+		t_start "$k $what stock: the distribution's rdma_rxe loads"
+		if load_stock "$k"; then t_pass; else t_fail "cannot load $(stock_module "$k")"; return 1; fi
+	else
+		t_start "$k $what fixed: rxe-kvfix loads"
+		if modprobe rdma_rxe && rxe_flavor rxe-kvfix; then t_pass; else t_fail "modprobe rdma_rxe did not give rxe-kvfix"; return 1; fi
+	fi
+}
+
+unload_phase() {
+	local k=$1 phase=$2 what=$3 bad
+	t_check "$k $what $phase: rdma_rxe unloads" rmmod rdma_rxe
+	[[ $phase == fixed ]] || return 0
+	t_start "$k $what fixed: dmesg has no WARNING/BUG/Oops"
+	bad=$(dmesg_bad)
+	if [[ -z $bad ]]; then t_pass; else t_fail "$(head -n2 <<<"$bad" | tr '\n' ' ')"; fi
 }
 
 rxe_module_build_id() { # [KO]: build ID of KO, or of the loaded rdma_rxe

@@ -111,13 +111,7 @@ memlock_checks() {
 
 for PHASE in stock fixed; do
 	dmesg -C
-	if [[ $PHASE == stock ]]; then
-		t_start "$K nonroot stock: the distribution's rdma_rxe loads"
-		if load_stock "$K"; then t_pass; else t_fail "cannot load $(stock_module "$K")"; continue; fi
-	else
-		t_start "$K nonroot fixed: rxe-kvfix loads"
-		if modprobe rdma_rxe && rxe_flavor rxe-kvfix; then t_pass; else t_fail "modprobe rdma_rxe did not give rxe-kvfix"; continue; fi
-	fi
+	load_phase "$K" "$PHASE" nonroot || continue
 	rxe_dummy_up rxe0 d0 10.77.0.1/24
 	chmod 0666 /dev/infiniband/uverbs*
 	echo "     $(ls -l /dev/infiniband/uverbs0)"
@@ -178,12 +172,7 @@ for PHASE in stock fixed; do
 		done
 	fi
 	rxe_dummy_down rxe0 d0
-	t_check "$K nonroot $PHASE: rdma_rxe unloads" rmmod rdma_rxe
-	if [[ $PHASE == fixed ]]; then
-		t_start "$K nonroot fixed: dmesg has no WARNING/BUG/Oops"
-		bad=$(dmesg_bad)
-		if [[ -z $bad ]]; then t_pass; else t_fail "$(head -n2 <<<"$bad" | tr '\n' ' ')"; fi
-	fi
+	unload_phase "$K" "$PHASE" nonroot
 done
 
 if [[ -n $ASAN ]]; then

@@ -43,13 +43,7 @@ truncate -s 256M "$BACKING"
 declare -A VERIFY=()
 for PHASE in stock fixed; do
 	dmesg -C
-	if [[ $PHASE == stock ]]; then
-		t_start "$K ulp stock: the distribution's rdma_rxe loads"
-		if load_stock "$K"; then t_pass; else t_fail "cannot load $(stock_module "$K")"; continue; fi
-	else
-		t_start "$K ulp fixed: rxe-kvfix loads"
-		if modprobe rdma_rxe && rxe_flavor rxe-kvfix; then t_pass; else t_fail "modprobe rdma_rxe did not give rxe-kvfix"; continue; fi
-	fi
+	load_phase "$K" "$PHASE" ulp || continue
 	rxe_dummy_up rxe0 d0 10.77.0.1/24
 	# trace the verbs MR allocations of the kernel ULPs
 	if [[ -d $TR/events/rdma_core/mr_alloc ]]; then
@@ -131,12 +125,7 @@ for PHASE in stock fixed; do
 	fi
 	target_down
 	rxe_dummy_down rxe0 d0
-	t_check "$K ulp $PHASE: rdma_rxe unloads" rmmod rdma_rxe
-	if [[ $PHASE == fixed ]]; then
-		t_start "$K ulp fixed: dmesg has no WARNING/BUG/Oops"
-		bad=$(dmesg_bad)
-		if [[ -z $bad ]]; then t_pass; else t_fail "$(head -n2 <<<"$bad" | tr '\n' ' ')"; fi
-	fi
+	unload_phase "$K" "$PHASE" ulp
 done
 
 t_start "$K ulp: stock and rxe-kvfix give the same fio verify results"
