@@ -11,17 +11,14 @@
 #      built for every kernel
 #   3. a kernel upgrade: kernel B's kernel-devel arrives, `kernel-install add`
 #      runs Fedora's dkms plugin (dkms kernel_postinst): B built and resolved
-#      (this installed state is kept for the VM scenario fedora: --keep DIR)
 #   4. rpm -e: the in-tree module back, nothing of ours left
 #   5. negative: the root without its source RPMs: rpm -i succeeds, DKMS fails
 #      with the one-line dnf remedy, the in-tree module stays
 #
-#   fedora.sh --rpms DIR --bump-rpms DIR [--keep DIR] [--quick]
+#   fedora.sh --rpms DIR --bump-rpms DIR [--quick]
 #
 # --rpms DIR       rxe-kvfix-dkms-V-R.noarch.rpm and rxe-verify-V-R.ARCH.rpm (make rpm)
 # --bump-rpms DIR  rxe-kvfix-dkms of a higher version (build-rpm --dkms-only)
-# --keep DIR       keep the installed state after step 3 (upper layer and the
-#                  lower root it belongs to) for tests/vm/scenarios.d/*-fedora
 # --quick          no unaffected kernel (it comes from the trixie root, which the
 #                  quick pkg stage does not build): SKIPped with that reason
 # Results: testlib lines, suite pkg-fedora; TSV appended to $RXE_RESULTS.
@@ -38,12 +35,11 @@ export RXE_PROG
 t_suite pkg-fedora
 
 usage() { sed -n '/^#   fedora.sh --rpms/,/^# Results/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
-RPMS='' BUMP='' KEEP='' QUICK=0
+RPMS='' BUMP='' QUICK=0
 while (($#)); do
 	case $1 in
 	--rpms) [[ -d ${2:-} ]] || { echo "fedora.sh: --rpms needs a directory" >&2; exit 2; }; RPMS=$(realpath "$2"); shift 2 ;;
 	--bump-rpms) [[ -d ${2:-} ]] || { echo "fedora.sh: --bump-rpms needs a directory" >&2; exit 2; }; BUMP=$(realpath "$2"); shift 2 ;;
-	--keep) [[ -n ${2:-} ]] || { echo "fedora.sh: --keep needs a directory" >&2; exit 2; }; KEEP=$2; shift 2 ;;
 	--quick) QUICK=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "fedora.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
@@ -106,14 +102,6 @@ specA=("$A:$(expect "$A")")
 if step install /root/rpms "${specA[@]}"; then
 	step rpm-upgrade /root/rpms-bump "${specA[@]}" || true
 	step kernel-upgrade "$B" || true
-	if [[ -n $KEEP ]]; then
-		upper=$(findmnt -n -o OPTIONS --mountpoint "$MNT" | tr ',' '\n' | sed -n 's/^upperdir=//p' | head -n1)
-		rm -rf "$KEEP" && mkdir -p "$KEEP"
-		cp -a "$upper" "$KEEP/upper"
-		rm -rf "$KEEP/upper/root/rxe-kvfix" "$KEEP/upper/root/results.tsv"
-		printf '%s\n' "$lower" >"$KEEP/lower"
-		echo "     installed Fedora-shaped state kept for the VM scenario: $(du -sh "$KEEP/upper" | cut -f1)"
-	fi
 	step erase "$A" "$B" ${U:+"$U"} || true
 	# 5. the same root without its source RPMs
 	rm -f "$MNT"/var/cache/rxe-kvfix/sources/kernel-*.src.rpm
