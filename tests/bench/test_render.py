@@ -97,6 +97,9 @@ class Render(unittest.TestCase):
             w(f"frag-r{r:02d}-{m}-1G.vmstat0", "compact_stall 1\nallocstall_normal 0\n")
             w(f"frag-r{r:02d}-{m}-1G.vmstat1", "compact_stall 1\nallocstall_normal 2\n")
 
+        w("reg-fixed-2G.json", json.dumps(churn_doc(2 * GIB, [0.2, 0.2, 0.2])))
+        w("reg-round-99.txt", "start_fixed=1100.0 0.5 0.4 0.3 1/1 1\nend_fixed=1110.0 0.5 0.4 0.3 1/1 1\n")
+
     def tearDown(self):
         shutil.rmtree(self.d)
 
@@ -119,6 +122,10 @@ class Render(unittest.TestCase):
         self.assertEqual(reg["verdict"], "met", t)
         frag = [x for x in res["targets"] if x["target"].startswith("fragmented")][0]
         self.assertEqual(frag["verdict"], "met")
+        (only,) = res["registration"]["fixed_only"]
+        self.assertEqual((only["size_text"], only["reg_seconds_per_gib"]["median"]), ("2 GiB", 0.1))
+        self.assertEqual(res["derived"]["fixed_per_gib_flatness"]["sizes"], [GIB, 2 * GIB])
+        self.assertNotIn(99, [pp for pp, _ in s["pairs_reg"]])
         f = res["fragmented"]["sizes"][0]
         self.assertEqual((f["stock"]["registered"], f["fixed"]["registered"]), (0, 2))
         self.assertAlmostEqual(f["stock"]["fail_seconds"]["median"], 0.2)
