@@ -212,13 +212,15 @@ def markdown(res, plots, notes_path):
         for ln in frag.get("fragmenter") or []:
             p(f"    {ln}")
         p("")
-        p("| MR size | metadata order | stock: registered | stock: s to register | stock: s to fail | stock: failure | rxe-kvfix: registered | rxe-kvfix: s to register | rxe-kvfix/stock (paired, both registered) | compact_stall stock / rxe-kvfix | allocstall stock / rxe-kvfix |")
-        p("|---|---|---|---|---|---|---|---|---|---|---|")
+        p("| MR size | metadata order | stock: registered | stock: s to register | stock: s to fail | stock: failure | rxe-kvfix: registered | rxe-kvfix: s to register | rxe-kvfix/stock (paired, both registered) | rxe-kvfix/stock (paired, stock's time to register or to fail) | dereg s stock / rxe-kvfix | compact_stall stock / rxe-kvfix | allocstall stock / rxe-kvfix |")
+        p("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for s in frag["sizes"]:
             st, fx = s["stock"], s["fixed"]
             p(f"| {s['size_text']} | {s.get('metadata_order', '–')} | {st['registered']}/{st['attempts']} | {fmt_stats(st['reg_seconds'], prec=4)} | "
               f"{fmt_stats(st['fail_seconds'], prec=4)} | {', '.join(st['causes']) or '–'} | {fx['registered']}/{fx['attempts']} | "
               f"{fmt_stats(fx['reg_seconds'], prec=4)} | {fmt_rv(s['reg_ratio'])} ({s['reg_ratio']['verdict']}) | "
+              f"{fmt_rv(s.get('any_ratio'))} ({(s.get('any_ratio') or {}).get('verdict', '–')}) | "
+              f"{fmt_stats(st.get('dereg_seconds'), prec=4)} / {fmt_stats(fx.get('dereg_seconds'), prec=4)} | "
               f"{st['compact_stall']} / {fx['compact_stall']} | {st['allocstall']} / {fx['allocstall']} |")
         p("")
         p("Per registration (the `/proc/vmstat` deltas between the readings right before and right after it; "
