@@ -148,9 +148,10 @@ deb: dist
 demo:
 	tests/demo
 
-# Registration time, bandwidth and kernel memory, stock rdma_rxe beside rxe-kvfix in
-# one VM boot (full form; CI runs the short form): rewrites tests/bench/results.json
-# and tests/bench/RESULTS.md. BENCH_OUT: the raw per-run outputs.
+# Registration cost (interleaved ABBA rounds), kernel memory, bandwidth and the
+# fragmented guest, stock rdma_rxe beside rxe-kvfix in one VM boot (full form; CI runs
+# the short form): rewrites tests/bench/results.json, tests/bench/RESULTS.md and the
+# plots tests/bench/*.png (gnuplot). BENCH_OUT: the raw per-run outputs.
 BENCH_OUT ?= $(CURDIR)/results/bench
 bench:
 	tests/vm/scenarios --only bench --set bench_form=full --set bench_publish="$(CURDIR)/tests/bench" \

@@ -1,0 +1,175 @@
+"""tests/bench/benchplot.py: the PNG plots of RESULTS.md, rendered with gnuplot
+(Debian package gnuplot-nox; tests/host-deps installs it).
+
+render_all(res, dir) -> ({name: title}, None) or ({}, why) when gnuplot is missing
+or fails: the caller prints the reason loudly and the page says the plots were
+skipped and why.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+
+from benchstats import GIB, MIB
+
+MOD_STYLE = {"stock": 'lc rgb "#c0392b" pt 7 ps 1.1', "fixed": 'lc rgb "#1f5fa8" pt 9 ps 1.2'}
+MOD_NAME = {"stock": "stock rdma_rxe", "fixed": "rxe-kvfix"}
+
+
+def _terminal():
+    out = subprocess.run(["gnuplot", "-e", "set terminal"], capture_output=True, text=True)
+    text = out.stdout + out.stderr
+    if "pngcairo" in text:
+        return 'set terminal pngcairo size 960,560 noenhanced font "DejaVu Sans,11"'
+    if " png " in text or "\npng" in text or "png " in text:
+        return "set terminal png size 960,560 noenhanced"
+    return None
+
+
+def _block(name, rows):
+    lines = [f"${name} << EOD"] + [" ".join(str(x) for x in r) for r in rows] + ["EOD"]
+    return "\n".join(lines) + "\n"
+
+
+def _run(script, path):
+    with tempfile.NamedTemporaryFile("w", suffix=".gp", delete=False) as f:
+        f.write(script)
+        gp = f.name
+    try:
+        out = subprocess.run(["gnuplot", gp], capture_output=True, text=True, timeout=120)
+    finally:
+        os.unlink(gp)
+    if out.returncode != 0 or not os.path.exists(path) or os.path.getsize(path) == 0:
+        return f"gnuplot failed on {os.path.basename(path)}: {(out.stderr or '').strip().splitlines()[-1:]}"
+    return None
+
+
+def plot_reg(res, path, term):
+    reg = res["registration"]
+    pts = {"stock": [], "fixed": []}
+    med = {"stock": [], "fixed": []}
+    for s in reg["sizes"]:
+        mib = s["size"] / MIB
+        for e in s["rounds"]:
+            v = (e.get("reg_seconds_per_gib") or {}).get("median")
+            if v:
+                pts[e["module"]].append((mib * (0.94 if e["module"] == "stock" else 1.06), v))
+        for m in ("stock", "fixed"):
+            st = s[m]["per_gib_round_medians"]
+            if st:
+                med[m].append((mib, st["median"]))
+    for e in reg["fixed_only"]:
+        for v in (e.get("reg_seconds_per_gib") or {}).get("samples") or []:
+            pts["fixed"].append((e["size"] / MIB * 1.06, v))
+        if e.get("reg_seconds_per_gib"):
+            med["fixed"].append((e["size"] / MIB, e["reg_seconds_per_gib"]["median"]))
+    if not pts["stock"] and not pts["fixed"]:
+        return False, None
+    s = term + "\n" + f'set output "{path}"\n'
+    for m in ("stock", "fixed"):
+        s += _block(f"p{m}", pts[m] or [("NaN", "NaN")]) + _block(f"m{m}", med[m] or [("NaN", "NaN")])
+    s += ('set title "Registration cost: seconds per GiB against MR size (each point one round\'s median; '
+          'lines: median of the rounds)"\n'
+          'set logscale x 2\nset logscale y\nset xlabel "MR size (MiB)"\nset ylabel "seconds per GiB (ibv_reg_mr)"\n'
+          'set xtics ("64" 64, "128" 128, "256" 256, "512" 512, "1024" 1024, "2048" 2048, "4096" 4096, "8192" 8192)\n'
+          'set grid\nset key bottom left box opaque\n')
+    top = max(x for v in pts.values() for x, _ in v)
+    s += f"set xrange [45:{top * 1.35:.0f}]\n"
+    if reg["fixed_only"]:
+        s += ('set arrow from 1024*1.3, graph 0 to 1024*1.3, graph 1 nohead dt 2 lc rgb "#888888"\n'
+              'set label "right of this line: rxe-kvfix only (stock: order > 10)" at 1024*1.4, graph 0.06 tc rgb "#666666"\n')
+    s += ("plot " + ", ".join(
+        [f'$p{m} using 1:2 with points {MOD_STYLE[m]} title "{MOD_NAME[m]}, per round"' for m in ("stock", "fixed")] +
+        [f'$m{m} using 1:2 with lines {MOD_STYLE[m].split(" pt")[0]} lw 2 title "{MOD_NAME[m]}, median"' for m in ("stock", "fixed")]) + "\n")
+    return True, _run(s, path)
+
+
+def plot_frag(res, path, term):
+    frag = res["fragmented"]
+    if not frag["sizes"]:
+        return False, None
+    rows = {"sok": [], "sfail": [], "fok": [], "ffail": []}
+    xt = []
+    for i, s in enumerate(frag["sizes"]):
+        xt.append(f'"{s["size_text"].replace(" ", "")}" {i}')
+        for a in s["attempts"]:
+            if a["seconds"] is None:
+                continue
+            k = ("s" if a["module"] == "stock" else "f") + ("ok" if a["registered"] else "fail")
+            rows[k].append((i + (-0.12 if a["module"] == "stock" else 0.12) + 0.02 * (a["round"] % 3 - 1), a["seconds"]))
+    s = term + "\n" + f'set output "{path}"\n'
+    for k, v in rows.items():
+        s += _block(k, v or [("NaN", "NaN")])
+    s += ('set title "Fragmented guest: seconds for ibv_reg_mr to register, or (stock) to fail with ENOMEM"\n'
+          f'set xtics ({", ".join(xt)})\nset xrange [-0.6:{len(xt) - 0.4}]\nset logscale y\nset grid ytics\n'
+          'set xlabel "MR size"\nset ylabel "seconds"\nset key outside right top\n'
+          'plot $sok using 1:2 with points lc rgb "#c0392b" pt 7 ps 1.3 title "stock: registered", '
+          '$sfail using 1:2 with points lc rgb "#c0392b" pt 2 ps 1.8 lw 2 title "stock: failed (time to fail)", '
+          '$fok using 1:2 with points lc rgb "#1f5fa8" pt 9 ps 1.4 title "rxe-kvfix: registered", '
+          '$ffail using 1:2 with points lc rgb "#1f5fa8" pt 3 ps 1.8 lw 2 title "rxe-kvfix: failed"\n')
+    return True, _run(s, path)
+
+
+def plot_bw(res, path, term):
+    bwp = res.get("bandwidth_pairs")
+    s = term + "\n" + f'set output "{path}"\n'
+    if bwp:
+        rows, xt = [], []
+        for i, x in enumerate(bwp):
+            xt.append(f'"{x["msg_text"].replace(" ", "")} {x["op"].upper()}" {i}')
+            for j, pr in enumerate(x["pairs"]):
+                rows.append((i + 0.04 * (j % 5 - 2), pr["ratio"]))
+        med = [(i, x["ratio"]["median"]) for i, x in enumerate(bwp) if x["ratio"]["median"] is not None]
+        s += _block("r", rows) + _block("m", med or [("NaN", "NaN")])
+        s += ('set title "Bandwidth: rxe-verify / perftest per interleaved pair (bw-pairs.tsv)"\n'
+              f'set xtics ({", ".join(xt)})\nset xrange [-0.6:{len(xt) - 0.4}]\nset grid ytics\n'
+              'set ylabel "rxe-verify MiB/s / perftest MiB/s"\nset key outside right top\n'
+              'set arrow from graph 0, first 0.95 to graph 1, first 0.95 nohead dt 2 lc rgb "#888888"\n'
+              'plot $r using 1:2 with points lc rgb "#1f5fa8" pt 7 title "one pair", '
+              '$m using 1:2 with points lc rgb "#000000" pt 5 ps 1.6 title "median"\n')
+        return True, _run(s, path)
+    bw = res["bandwidth"]
+    rows = {"rv": [], "pt": []}
+    xt = []
+    i = 0
+    msgs = sorted({m for mod in bw.values() for m in mod}, key=lambda t: int(t[:-1]) * {"K": 1 << 10, "M": MIB, "G": GIB}[t[-1]])
+    for msg in msgs:
+        for op in ("write", "read"):
+            for mod in ("stock", "fixed"):
+                t = (bw.get(mod) or {}).get(msg) or {}
+                rv, pt = (t.get("rxe-verify") or {}).get(op), (t.get("perftest") or {}).get(op)
+                if not rv and not pt:
+                    continue
+                xt.append(f'"{msg} {op[0].upper()} {"st" if mod == "stock" else "fx"}" {i}')
+                for v in (rv or {}).get("samples") or []:
+                    rows["rv"].append((i - 0.12, v))
+                for v in (pt or {}).get("samples") or []:
+                    rows["pt"].append((i + 0.12, v))
+                i += 1
+    if not xt:
+        return False, None
+    s += _block("rv", rows["rv"] or [("NaN", "NaN")]) + _block("pt", rows["pt"] or [("NaN", "NaN")])
+    s += ('set title "Bandwidth, separate runs (not paired): MB/s per run (W write, R read; st stock, fx rxe-kvfix)"\n'
+          f'set xtics ({", ".join(xt)}) rotate by -35\nset xrange [-0.6:{len(xt) - 0.4}]\nset logscale y\nset grid ytics\n'
+          'set ylabel "MB/s (1e6 B/s)"\nset key outside right top\n'
+          'plot $rv using 1:2 with points lc rgb "#1f5fa8" pt 7 title "rxe-verify run", '
+          '$pt using 1:2 with points lc rgb "#e67e22" pt 5 title "perftest run"\n')
+    return True, _run(s, path)
+
+
+def render_all(res, out_dir):
+    if not shutil.which("gnuplot"):
+        return {}, "gnuplot is not installed on this host (apt-get install gnuplot-nox; tests/host-deps lists it)"
+    term = _terminal()
+    if not term:
+        return {}, "this gnuplot has neither the pngcairo nor the png terminal"
+    os.makedirs(out_dir, exist_ok=True)
+    done = {}
+    for name, fn in (("reg-per-gib.png", plot_reg), ("frag.png", plot_frag), ("bw.png", plot_bw)):
+        path = os.path.join(out_dir, name)
+        had, err = fn(res, path, term)
+        if err:
+            return done, err
+        if had:
+            done[name] = path
+    return done, None

@@ -1,0 +1,157 @@
+"""tests/bench/benchstats.py: the statistics and the verdicts of tests/bench/render.
+
+Pure functions over lists of figures (no I/O): the unit tests
+(tests/bench/test_render.py) call them directly.
+"""
+import statistics
+
+# A paired-ratio interval "includes 1.0" as a finding only when it is this narrow:
+# within [1/WIDE, WIDE]; wider, it is "too wide to tell".
+WIDE = 1.25
+MIN_PAIRS = 3  # fewer paired rounds than this: too few to exclude 1.0
+
+
+def stats(samples):
+    """n, median, min, max of the samples (None when there are none)."""
+    v = [s for s in samples if s is not None]
+    if not v:
+        return None
+    return {"n": len(v), "median": statistics.median(v), "min": min(v), "max": max(v),
+            "samples": v}
+
+
+def abba_module(r):
+    """The module of round r (1-based) in the ABBA order: stock, fixed, fixed, stock, ..."""
+    return "stock" if (r - 1) % 4 in (0, 3) else "fixed"
+
+
+def pair_of(r):
+    """Rounds 2p-1 and 2p form pair p (one round of each module in ABBA order)."""
+    return (r + 1) // 2
+
+
+def paired_ratios(by_round, key):
+    """by_round: {round: {"module": m, key: value}} -> [(pair, fixed/stock)] for the
+    pairs where both rounds have a positive figure."""
+    pairs = {}
+    for r, e in by_round.items():
+        v = e.get(key)
+        if v is None:
+            continue
+        pairs.setdefault(pair_of(r), {})[e["module"]] = v
+    out = []
+    for p in sorted(pairs):
+        s, f = pairs[p].get("stock"), pairs[p].get("fixed")
+        if s and f is not None and s > 0:
+            out.append((p, f / s))
+    return out
+
+
+def ratio_verdict(ratios):
+    """Median fixed/stock with the min-max interval of the paired ratios, and whether
+    that interval excludes 1.0, includes it (narrowly), or is too wide to tell."""
+    if not ratios:
+        return {"n": 0, "median": None, "min": None, "max": None, "verdict": "no pairs"}
+    lo, hi = min(ratios), max(ratios)
+    d = {"n": len(ratios), "median": statistics.median(ratios), "min": lo, "max": hi}
+    if len(ratios) < MIN_PAIRS:
+        d["verdict"] = f"too few pairs ({len(ratios)} < {MIN_PAIRS}) to tell"
+    elif hi < 1.0:
+        d["verdict"] = "excludes 1.0 (rxe-kvfix faster)"
+    elif lo > 1.0:
+        d["verdict"] = "excludes 1.0 (rxe-kvfix slower)"
+    elif lo >= 1 / WIDE and hi <= WIDE:
+        d["verdict"] = f"includes 1.0 (interval within {1 / WIDE:.2f}-{WIDE:.2f})"
+    else:
+        d["verdict"] = "too wide to tell"
+    return d
+
+
+def target_upper(lo, hi, limit):
+    """A target 'ratio <= limit' against an interval: met, not met or undecided."""
+    if lo is None or hi is None:
+        return "undecided"
+    if hi <= limit:
+        return "met"
+    if lo > limit:
+        return "not met"
+    return "undecided"
+
+
+def target_lower(lo, hi, limit):
+    """A target 'ratio >= limit' against an interval."""
+    if lo is None or hi is None:
+        return "undecided"
+    if lo >= limit:
+        return "met"
+    if hi < limit:
+        return "not met"
+    return "undecided"
+
+
+def combine(verdicts):
+    """Several per-size target verdicts -> one: not met if any is, met if all are."""
+    if not verdicts:
+        return "undecided"
+    if "not met" in verdicts:
+        return "not met"
+    if all(v == "met" for v in verdicts):
+        return "met"
+    return "undecided"
+
+
+def flatness(points, limit):
+    """points: [(size, round figures of seconds per GiB)] -> spread of the per-size
+    medians, (max - min) / min, and a verdict: met within limit; not met when beyond
+    it and the round ranges of the cheapest and the dearest size do not overlap;
+    otherwise undecided (the noise is as large as the difference)."""
+    pts = [(s, stats(v)) for s, v in points if v]
+    pts = [(s, st) for s, st in pts if st]
+    if len(pts) < 2:
+        return None
+    med = [st["median"] for _, st in pts]
+    lo_i, hi_i = med.index(min(med)), med.index(max(med))
+    spread = (max(med) - min(med)) / min(med) if min(med) > 0 else None
+    if spread is not None and spread <= limit:
+        verdict = "met"
+    elif pts[lo_i][1]["max"] < pts[hi_i][1]["min"]:
+        verdict = "not met"
+    else:
+        verdict = "undecided"
+    return {"sizes": [s for s, _ in pts], "median_seconds_per_gib": med, "spread": spread,
+            "cheapest": pts[lo_i][0], "dearest": pts[hi_i][0], "verdict": verdict, "target_max": limit}
+
+
+VMSTAT_KEYS = ("compact_stall", "compact_fail", "compact_success")
+
+
+def vmstat_delta(before, after):
+    """compact_stall/fail/success and the sum of allocstall_* (and each) between two
+    /proc/vmstat readings ({name: int})."""
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in VMSTAT_KEYS}
+    stalls = {k: after[k] - before.get(k, 0) for k in after if k.startswith("allocstall_")}
+    d["allocstall"] = sum(stalls.values())
+    d["allocstall_by_zone"] = {k: v for k, v in stalls.items() if v}
+    return d
+
+
+GIB = 1 << 30
+MIB = 1 << 20
+UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def size_bytes(text):
+    if text[-1] in UNITS:
+        return int(text[:-1]) * UNITS[text[-1]]
+    return int(text)
+
+
+def size_text(n):
+    for unit, div in (("GiB", GIB), ("MiB", MIB), ("KiB", 1 << 10)):
+        if n >= div and n % div == 0:
+            return f"{n // div} {unit}"
+    return f"{n} B"
+
+
+def fmt_mib(v):
+    return "–" if v is None else f"{v / MIB:+.2f}"

@@ -1,0 +1,295 @@
+"""tests/bench/benchtable.py: results.json (tests/bench/render collect) -> RESULTS.md."""
+import os
+import re
+
+from benchstats import GIB, MIB, WIDE, MIN_PAIRS, fmt_mib, size_bytes, size_text
+
+TARGET_REG_RATIO = 1.05      # fixed/stock registration time, per size
+TARGET_FLAT = 0.20           # per-GiB cost across sizes: (max - min) / min
+TARGET_TOOL_RATIO = 0.95     # rxe-verify / perftest bandwidth
+MOD_NAME = {"stock": "stock", "fixed": "rxe-kvfix"}
+
+
+def fmt_stats(s, scale=1.0, prec=3, unit=""):
+    if not s:
+        return "–"
+    return f"{s['median'] * scale:.{prec}f}{unit} ({s['min'] * scale:.{prec}f}–{s['max'] * scale:.{prec}f}, n={s['n']})"
+
+
+def fmt_ratio(r, prec=2):
+    return "–" if r is None else f"{r:.{prec}f}"
+
+
+def fmt_rv(r):
+    """A ratio_verdict: median [min–max, n pairs]."""
+    if not r or not r.get("n"):
+        return "–"
+    return f"{r['median']:.2f} [{r['min']:.2f}–{r['max']:.2f}, {r['n']} pairs]"
+
+
+def fmt_load(h):
+    return "–" if not h else f"{h['mean']:.2f} (max {h['max']:.2f})"
+
+
+def read_notes(path):
+    """PLOT.png: sentence lines; 'run: DATE' names the run they were written for."""
+    notes, run = {}, None
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                m = re.match(r"^([\w.-]+\.png):\s*(.+)$", line.strip())
+                if m:
+                    notes[m.group(1)] = m.group(2)
+                elif line.startswith("run:"):
+                    run = line[4:].strip()
+    return notes, run
+
+
+def markdown(res, plots, notes_path):
+    env, reg, frag = res["environment"], res["registration"], res["fragmented"]
+    bw, der, bwp = res["bandwidth"], res["derived"], res.get("bandwidth_pairs")
+    notes, notes_run = read_notes(notes_path)
+    L = []
+    p = L.append
+
+    def plot(name, what):
+        if "skipped" in plots:
+            p(f"*Plot `{name}` ({what}) not rendered: {plots['skipped']}.*")
+            p("")
+            return
+        if name not in plots:
+            p(f"*Plot `{name}` ({what}): no figures to plot.*")
+            p("")
+            return
+        p(f"![{what}]({name})")
+        p("")
+        n = notes.get(name)
+        if n and notes_run == env.get("date_start"):
+            p(f"*What it shows:* {n}")
+        elif n:
+            p(f"*What it showed in the run of {notes_run} (this is the run of {env.get('date_start')}: "
+              f"look at the plot again and update tests/bench/plot-notes.txt):* {n}")
+        else:
+            p("*No reader's note yet: look at the PNG and add a line to tests/bench/plot-notes.txt.*")
+        p("")
+
+    hl = env.get("host_load1_samples")
+    p("# rxe-kvfix benchmarks: stock rdma_rxe beside rxe-kvfix")
+    p("")
+    p(f"{res.get('form')} form, {env.get('date_start')}, kernel {env.get('kernel')}, QEMU/TCG guest on a "
+      f"shared {env.get('host_nproc')}-core host, host 1-minute load during the boot "
+      + (f"{hl['median']:.2f} median ({hl['min']:.2f}–{hl['max']:.2f}, {hl['n']} samples)" if hl else
+         f"start {env['host_loadavg'].get('start')}, end {env['host_loadavg'].get('end')}") + ".")
+    p("")
+    p("## Targets")
+    p("")
+    for t in res.get("targets") or []:
+        p(f"- **{t['verdict']}** — {t['target']}: {t['why']}")
+    p("")
+    p("Targets are printed, never enforced (a benchmark measures, tests assert). Paired verdicts: the "
+      "interval is the min–max of the per-pair ratios; *excludes 1.0* when the whole interval is on one "
+      f"side, *includes 1.0* when it holds 1.0 and lies within {1 / WIDE:.2f}–{WIDE:.2f}, otherwise *too "
+      f"wide to tell*; with fewer than {MIN_PAIRS} pairs, too few to tell. A target 'ratio ≤ X' is met when "
+      "the interval's top is ≤ X, not met when its bottom is above X, undecided between (and with fewer than "
+      f"{MIN_PAIRS} pairs); 'ratio ≥ X' the other way round; several sizes: not met if one is, met if all are.")
+    p("")
+    p("Regenerate: `make bench` (the full form; CI runs the short form in `tests/vm/scenarios --only bench`). "
+      "This file, `results.json` and the plots were written by `tests/bench/render` from one guest boot.")
+    p("")
+    p(f"**All figures were measured under {env.get('emulation')}** on a shared {env.get('host_nproc')}-core host "
+      f"({env.get('host_cpu_model')}), not on hardware: absolute times and bandwidths are those of an emulated CPU "
+      "and only the comparisons (same guest, same boot, same commands, interleaved) carry over.")
+    p("")
+    p("| | |")
+    p("|---|---|")
+    p(f"| form | {res.get('form')}: {env.get('rounds')} registration rounds of {env.get('reg_reps')} registrations "
+      f"per size, {env.get('frag_rounds')} fragmented rounds, {env.get('reps')} bandwidth runs per figure "
+      f"({env.get('reps_1g')} with 1 GiB messages) |")
+    p(f"| kernel | {env.get('kernel')} |")
+    p(f"| guest | {env.get('guest_mem')} memory, {env.get('guest_cpus')} vCPUs |")
+    p(f"| host load (1/5/15 min) | start {env['host_loadavg'].get('start')}, end {env['host_loadavg'].get('end')}; "
+      + (f"1-minute load sampled every 5 s: median {hl['median']:.2f}, {hl['min']:.2f}–{hl['max']:.2f}" if hl else "not sampled")
+      + " |")
+    ps = env.get("part_seconds") or {}
+    p(f"| VM wall time | {env.get('vm_wall_seconds')} s (registration {ps.get('registration') or 0:.0f} s, "
+      f"bandwidth {ps.get('bandwidth') or 0:.0f} s, fragmented {ps.get('fragmented') or 0:.0f} s) |")
+    p(f"| when, commit | {env.get('date_start')} – {env.get('date_end')}, {env.get('commit')} |")
+    p(f"| modules | stock: `{env.get('stock_module')}`; rxe-kvfix: `{env.get('fixed_module')}` |")
+    p("")
+
+    # ------------------------------------------------------------------ registration
+    p("## Registration time, interleaved")
+    p("")
+    p("Rounds in ABBA order (stock, rxe-kvfix, rxe-kvfix, stock, ...) in one boot; each round loads its "
+      "module, adds rxe0 and runs `rxe-verify churn -s SIZE --count N` per size: one region, allocated and "
+      "pre-faulted once, registered and deregistered N times, `ibv_reg_mr` (pinning + the rxe page table) "
+      "and `ibv_dereg_mr` timed separately. A round's figure is the median of its N; rounds 2p−1 and 2p "
+      "are pair p, and the pair's ratio is rxe-kvfix's round over stock's. Module columns: the median of "
+      "the round figures (min–max, n rounds).")
+    p("")
+    p("| MR size | metadata (order) | stock: s per GiB | rxe-kvfix: s per GiB | rxe-kvfix/stock (paired) | verdict | stock dereg s | rxe-kvfix dereg s | dereg rxe-kvfix/stock (paired) |")
+    p("|---|---|---|---|---|---|---|---|---|")
+    for s in reg["sizes"]:
+        md = f"{size_text(s['metadata_bytes'])} ({s['metadata_order']})" if s.get("metadata_bytes") else "–"
+
+        def cell(m, key):
+            x = s[m]
+            if x["failed_rounds"] and not x[key]:
+                return f"**failed: {', '.join(x['errors'])}**"
+            t = fmt_stats(x[key], prec=4)
+            return t + (f" ({x['failed_rounds']} round(s) failed: {', '.join(x['errors'])})" if x["failed_rounds"] else "")
+        p(f"| {s['size_text']} | {md} | {cell('stock', 'per_gib_round_medians')} | {cell('fixed', 'per_gib_round_medians')} | "
+          f"{fmt_rv(s['reg_ratio'])} | {s['reg_ratio']['verdict']} | {cell('stock', 'dereg_round_medians')} | "
+          f"{cell('fixed', 'dereg_round_medians')} | {fmt_rv(s['dereg_ratio'])} ({s['dereg_ratio']['verdict']}) |")
+    for e in reg["fixed_only"]:
+        md = f"{size_text(e['metadata_bytes'])} ({e['metadata_order']})" if e.get("metadata_bytes") else "–"
+        p(f"| {e['size_text']} | {md} | not run (stock cannot: order > 10) | "
+          f"{fmt_stats(e.get('reg_seconds_per_gib'), prec=4) if e.get('registered') else '**' + str(e.get('error')) + '**'} "
+          f"(one pass of {e.get('count')}, rxe-kvfix only) | – | – | – | {fmt_stats(e.get('dereg_seconds'), prec=4)} | – |")
+    p("")
+    fl = der.get("fixed_per_gib_flatness")
+    if fl:
+        p("- rxe-kvfix, median seconds per GiB per size: " +
+          ", ".join(f"{size_text(sz)} {v:.4f}" for sz, v in zip(fl["sizes"], fl["median_seconds_per_gib"])) +
+          f"; spread (max−min)/min **{fl['spread']:.0%}** (target ≤ {TARGET_FLAT:.0%}): {fl['verdict']}.")
+    p("- Pair ratios per size (pair: fixed/stock): " + "; ".join(
+        f"{s['size_text']} " + ", ".join(f"{pp}: {r:.2f}" for pp, r in s["pairs_reg"]) for s in reg["sizes"] if s["pairs_reg"]) + ".")
+    p("")
+    p("Per round: the module, the host's 1-minute load while it ran (mean of the 5-s samples), the guest's "
+      "at its start, its length, and its median registration seconds per size.")
+    p("")
+    sizes = [s["size_text"] for s in reg["sizes"]]
+    p("| round | pair | module | host load | guest load | s | " + " | ".join(sizes) + " |")
+    p("|---|---|---|---|---|---|" + "---|" * len(sizes))
+    med = {(e["round"], s["size_text"]): e for s in reg["sizes"] for e in s["rounds"]}
+    for r in res["rounds"]["registration"]:
+        if r["round"] == 99:
+            continue
+        cells = []
+        for t in sizes:
+            e = med.get((r["round"], t))
+            cells.append("–" if not e else (f"{e['reg_seconds']['median']:.4f}" if e.get("reg_seconds") else f"**{e.get('error')}**"))
+        p(f"| {r['round']} | {(r['round'] + 1) // 2} | {MOD_NAME.get(r.get('module'), '?')} | {fmt_load(r.get('host_load1'))} | "
+          f"{(r.get('guest_load_start') or '–').split(' ')[0]} | {r.get('seconds', 0):.0f} | " + " | ".join(cells) + " |")
+    p("")
+    plot("reg-per-gib.png", "seconds per GiB against MR size, both modules, every round")
+
+    # ------------------------------------------------------------------ kernel memory
+    p("## Kernel memory per registered GiB")
+    p("")
+    p("From the churn runs of each module's first round: `/proc/meminfo` and the sum of `/proc/vmallocinfo` read "
+      "before the first registration and while it is live, divided by the size in GiB. Expected: the rxe page "
+      "table, 16 B per 4 KiB page = 4 MiB per GiB. Stock allocates it with kzalloc: above 8 KiB that comes "
+      "straight from the page allocator and is counted in Slab (SUnreclaim) too. rxe-kvfix's kvcalloc() tries "
+      "the same kmalloc first and gets it up to 4 MiB (MRs up to 1 GiB: the same figures as stock); above, "
+      "vmalloc serves it: MemFree drop and VmallocUsed rise, no Slab. MiB per GiB:")
+    p("")
+    p("| MR size | stock: MemFree drop | stock: Slab | stock: VmallocUsed | rxe-kvfix: MemFree drop | rxe-kvfix: Slab | rxe-kvfix: VmallocUsed | rxe-kvfix: vmallocinfo |")
+    p("|---|---|---|---|---|---|---|---|")
+    rows = [(s["size"], s["stock"]["kernel_memory_per_gib"] or {}, s["fixed"]["kernel_memory_per_gib"] or {}) for s in reg["sizes"]]
+    rows += [(e["size"], {}, e.get("kernel_memory_per_gib") or {}) for e in reg["fixed_only"]]
+    for size, s, f in rows:
+        p(f"| {size_text(size)} | {fmt_mib(s.get('memfree_drop'))} | {fmt_mib(s.get('slab'))} | {fmt_mib(s.get('vmalloc_used'))} | "
+          f"{fmt_mib(f.get('memfree_drop'))} | {fmt_mib(f.get('slab'))} | {fmt_mib(f.get('vmalloc_used'))} | {fmt_mib(f.get('vmallocinfo'))} |")
+    p("")
+
+    # ------------------------------------------------------------------ fragmented
+    p("## The fragmented guest")
+    p("")
+    if not frag["sizes"]:
+        p("No fragmented figures: the fragmenter did not run (see the guest log; it needs gcc on the host).")
+        p("")
+    else:
+        p("`rxe-fragment` (tests/vm/tools/fragment.c) fills the guest's memory with huge pages, keeps one mlocked "
+          "4 KiB page in every 2 MiB block and frees the rest, and keeps holding it: no free block above order 8 "
+          "is left, and its settings (extfrag_threshold 1000, no proactive compaction, mlocked pages unmovable) "
+          "keep compaction from rebuilding one. Before each registration it tops up (takes any 2 MiB block "
+          "that appeared); then one `churn --count 1 --force`, `/proc/vmstat` copied right before and after. "
+          "Rounds in ABBA order as above. Stock needs one physically contiguous block of the metadata's order "
+          "(order 8 at 256 MiB, 9 at 512 MiB, 10 at 640 MiB and 1 GiB); rxe-kvfix's kvcalloc falls back to "
+          "vmalloc. 'time to fail' is how long stock's `ibv_reg_mr` took to return ENOMEM.")
+        p("")
+        for ln in frag.get("fragmenter") or []:
+            p(f"    {ln}")
+        p("")
+        p("| MR size | metadata order | stock: registered | stock: s to register | stock: s to fail | stock: failure | rxe-kvfix: registered | rxe-kvfix: s to register | rxe-kvfix/stock (paired, both registered) | rxe-kvfix/stock (paired, stock's time to register or to fail) | dereg s stock / rxe-kvfix | compact_stall stock / rxe-kvfix | allocstall stock / rxe-kvfix |")
+        p("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for s in frag["sizes"]:
+            st, fx = s["stock"], s["fixed"]
+            p(f"| {s['size_text']} | {s.get('metadata_order', '–')} | {st['registered']}/{st['attempts']} | {fmt_stats(st['reg_seconds'], prec=4)} | "
+              f"{fmt_stats(st['fail_seconds'], prec=4)} | {', '.join(st['causes']) or '–'} | {fx['registered']}/{fx['attempts']} | "
+              f"{fmt_stats(fx['reg_seconds'], prec=4)} | {fmt_rv(s['reg_ratio'])} ({s['reg_ratio']['verdict']}) | "
+              f"{fmt_rv(s.get('any_ratio'))} ({(s.get('any_ratio') or {}).get('verdict', '–')}) | "
+              f"{fmt_stats(st.get('dereg_seconds'), prec=4)} / {fmt_stats(fx.get('dereg_seconds'), prec=4)} | "
+              f"{st['compact_stall']} / {fx['compact_stall']} | {st['allocstall']} / {fx['allocstall']} |")
+        p("")
+        p("Per registration (the `/proc/vmstat` deltas between the readings right before and right after it; "
+          "allocstall is the sum of `allocstall_*`; the churn also allocates and faults in its region there, so "
+          "a stall may belong to the region, not to the rxe page table):")
+        p("")
+        p("| round | module | MR size | result | seconds | free blocks ≥ order before | compact_stall | compact_fail | compact_success | allocstall | host load |")
+        p("|---|---|---|---|---|---|---|---|---|---|---|")
+        for s in frag["sizes"]:
+            for a in s["attempts"]:
+                v = a.get("vmstat") or {}
+                res_txt = "registered" if a["registered"] else f"**failed**: {a.get('error')}"
+                by_zone = ", ".join(f"{k[len('allocstall_'):]} {n}" for k, n in (v.get("allocstall_by_zone") or {}).items())
+                p(f"| {a['round']} | {MOD_NAME[a['module']]} | {s['size_text']} | {res_txt} | "
+                  f"{'–' if a['seconds'] is None else format(a['seconds'], '.4f')} | {'–' if a.get('free_blocks_before') is None else a['free_blocks_before']} | "
+                  f"{v.get('compact_stall', '–')} | {v.get('compact_fail', '–')} | {v.get('compact_success', '–')} | "
+                  f"{v.get('allocstall', '–')}{' (' + by_zone + ')' if by_zone else ''} | {fmt_load(a.get('host_load1'))} |")
+        p("")
+    plot("frag.png", "registration in the fragmented guest: seconds to register (or, for stock, to fail), per attempt")
+
+    # ------------------------------------------------------------------ bandwidth
+    p("## RDMA bandwidth")
+    p("")
+    if bwp:
+        p("Interleaved pairs (`bw-pairs.tsv`: one rxe-verify run and one perftest run per pair, same message "
+          "size and operation); the ratio is rxe-verify's MiB/s over perftest's, per pair. Target (printed, "
+          f"never enforced): ≥ {TARGET_TOOL_RATIO}.")
+        p("")
+        p("| message | op | rxe-verify MiB/s | perftest MiB/s | rxe-verify/perftest (paired) | verdict |")
+        p("|---|---|---|---|---|---|")
+        for x in bwp:
+            p(f"| {x['msg_text']} | {x['op'].upper()} | {fmt_stats(x['rv_MiBps'], prec=1)} | {fmt_stats(x['pt_MiBps'], prec=1)} | "
+              f"{fmt_rv(x['ratio'])} | {x['ratio']['verdict']} |")
+        p("")
+    plot("bw.png", "bandwidth: rxe-verify against perftest" + (" per pair" if bwp else ", per run"))
+    region = env.get("bw_region") or 0
+    p(f"Separate runs, stock then rxe-kvfix (not interleaved), loopback on rxe0 over a dummy netdev, "
+      f"MB/s = 10^6 B/s, {env.get('reps')} runs each ({env.get('reps_1g')} for 1 GiB messages). "
+      f"rxe-verify `run -m full --msg-size MSG` over a {size_text(region) if region else '?'} region: one "
+      "work request at a time, the clock running only around post+completion, the data checks not counted. "
+      "perftest `ib_write_bw` / `ib_read_bw -s MSG -n ITERS` (the same bytes): up to 128 requests in flight, "
+      "no data checked; it prints MiB/s, converted here; it registers 2 × the message size, so 1 GiB "
+      "messages need a 2 GiB MR, which stock cannot register.")
+    p("")
+    p("| message | op | module | rxe-verify MB/s | perftest MB/s | rxe-verify/perftest |")
+    p("|---|---|---|---|---|---|")
+    tr = {(r["module"], r["msg"], r["op"]): r["ratio"] for r in der["bandwidth_rxe_verify_over_perftest"]}
+    for msg in sorted(set(bw.get("stock", {})) | set(bw.get("fixed", {})), key=size_bytes):
+        for op in ("write", "read"):
+            for m in ("stock", "fixed"):
+                t = (bw.get(m) or {}).get(msg) or {}
+                rv, pt = (t.get("rxe-verify") or {}).get(op), (t.get("perftest") or {}).get(op)
+                pt_txt = fmt_stats(pt, prec=1)
+                if pt is None and m == "stock" and size_bytes(msg) >= GIB:
+                    pt_txt = "n/a (2 GiB MR)"
+                elif pt is None and size_bytes(msg) >= GIB and not env.get("perftest_1g", True):
+                    pt_txt = "not run (bench_perftest_1g=0)"
+                p(f"| {size_text(size_bytes(msg))} | {op.upper()} | {MOD_NAME[m]} | {fmt_stats(rv, prec=1)} | {pt_txt} | "
+                  f"{fmt_ratio(tr.get((m, size_bytes(msg), op)))} |")
+    p("")
+    p("rxe-kvfix against stock (ratio of medians; 'within noise' when the two ranges overlap):")
+    p("")
+    p("| message | tool | op | rxe-kvfix/stock | stock run-to-run spread | verdict |")
+    p("|---|---|---|---|---|---|")
+    for c in der["bandwidth_fixed_vs_stock"]:
+        sp = "–" if c.get("stock_spread") is None else f"{c['stock_spread']:.0%}"
+        p(f"| {c['msg_text']} | {c['tool']} | {c['op'].upper()} | {fmt_ratio(c.get('ratio'))} | {sp} | {c['verdict']} |")
+    p("")
+    return "\n".join(L) + "\n"
+
+
+__all__ = ["markdown", "TARGET_REG_RATIO", "TARGET_FLAT", "TARGET_TOOL_RATIO", "MIB"]

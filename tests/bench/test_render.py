@@ -1,0 +1,182 @@
+"""Unit tests of tests/bench/render and its modules (python3 -m unittest; ctest runs
+them as bench_render). Synthetic churn documents, no VM: the pairing, the verdicts,
+the bw-pairs.tsv reader and the loud skip of the plots without gnuplot."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import benchstats as bs  # noqa: E402
+
+RENDER = os.path.join(HERE, "render")
+GIB = 1 << 30
+
+
+def churn_doc(size, regs, failed_after=None):
+    its = [{"index": i + 1, "registered": True, "reg_seconds": r, "dereg_seconds": r / 10,
+            "reg_errno": 0} for i, r in enumerate(regs)]
+    doc = {"tool": "rxe-verify", "command": "churn", "size": size, "pages": size // 4096,
+           "metadata_bytes": size // 256, "metadata_order": 10, "count": len(regs) or 1,
+           "completed": len(regs), "verdict": "pass", "iterations": its,
+           "kernel_memory": {"registered_minus_baseline": {"mem_free": -(size >> 8), "slab": size >> 8,
+                                                           "vmalloc_used": 0, "vmallocinfo": 0},
+                             "after_minus_baseline": {"mem_free": 0, "slab": 0, "vmalloc_used": 0}}}
+    if failed_after is not None:
+        doc["verdict"] = "fail"
+        doc["iterations"] = [{"index": 1, "registered": False, "reg_seconds": failed_after, "reg_errno": 12,
+                              "dereg_seconds": None, "buddyinfo_before": {"free_blocks": 0, "largest_free_order": 8}}]
+        doc["failure"] = {"diagnosis": {"cause": "fragmentation"}}
+    return doc
+
+
+class Stats(unittest.TestCase):
+    def test_abba_order_and_pairs(self):
+        self.assertEqual([bs.abba_module(r) for r in range(1, 9)],
+                         ["stock", "fixed", "fixed", "stock", "stock", "fixed", "fixed", "stock"])
+        self.assertEqual([bs.pair_of(r) for r in range(1, 7)], [1, 1, 2, 2, 3, 3])
+
+    def test_paired_ratios_skip_incomplete_pairs(self):
+        by = {1: {"module": "stock", "v": 2.0}, 2: {"module": "fixed", "v": 1.0},
+              3: {"module": "fixed", "v": 3.0}, 4: {"module": "stock", "v": None}}
+        self.assertEqual(bs.paired_ratios(by, "v"), [(1, 0.5)])
+
+    def test_verdicts(self):
+        self.assertTrue(bs.ratio_verdict([0.5, 0.6, 0.7])["verdict"].startswith("excludes 1.0 (rxe-kvfix faster"))
+        self.assertTrue(bs.ratio_verdict([1.1, 1.2, 1.3])["verdict"].startswith("excludes 1.0 (rxe-kvfix slower"))
+        self.assertTrue(bs.ratio_verdict([0.9, 1.0, 1.1])["verdict"].startswith("includes 1.0"))
+        self.assertEqual(bs.ratio_verdict([0.3, 1.0, 3.0])["verdict"], "too wide to tell")
+        self.assertTrue(bs.ratio_verdict([0.5, 0.6])["verdict"].startswith("too few pairs"))
+        self.assertEqual(bs.ratio_verdict([])["verdict"], "no pairs")
+        self.assertEqual(bs.ratio_verdict([0.5, 0.7, 0.9])["median"], 0.7)
+
+    def test_targets(self):
+        self.assertEqual(bs.target_upper(0.8, 1.0, 1.05), "met")
+        self.assertEqual(bs.target_upper(1.1, 1.3, 1.05), "not met")
+        self.assertEqual(bs.target_upper(0.9, 1.3, 1.05), "undecided")
+        self.assertEqual(bs.target_lower(0.96, 1.2, 0.95), "met")
+        self.assertEqual(bs.target_lower(0.5, 0.9, 0.95), "not met")
+        self.assertEqual(bs.combine(["met", "undecided"]), "undecided")
+        self.assertEqual(bs.combine(["met", "not met", "undecided"]), "not met")
+        self.assertEqual(bs.combine(["met", "met"]), "met")
+
+    def test_flatness(self):
+        self.assertEqual(bs.flatness([(1, [1.0, 1.1]), (2, [1.05, 1.1])], 0.2)["verdict"], "met")
+        self.assertEqual(bs.flatness([(1, [1.0, 1.1]), (2, [2.0, 2.1])], 0.2)["verdict"], "not met")
+        self.assertEqual(bs.flatness([(1, [1.0, 1.1, 3.0]), (2, [2.0, 2.5])], 0.2)["verdict"], "undecided")
+        self.assertIsNone(bs.flatness([(1, [1.0])], 0.2))
+
+    def test_vmstat_delta(self):
+        d = bs.vmstat_delta({"compact_stall": 3, "allocstall_normal": 1},
+                            {"compact_stall": 5, "compact_fail": 1, "allocstall_normal": 4, "allocstall_movable": 2})
+        self.assertEqual((d["compact_stall"], d["compact_fail"], d["compact_success"], d["allocstall"]), (2, 1, 0, 5))
+        self.assertEqual(d["allocstall_by_zone"], {"allocstall_normal": 3, "allocstall_movable": 2})
+
+
+class Render(unittest.TestCase):
+    def setUp(self):
+        self.d = tempfile.mkdtemp(prefix="render-test-")
+        w = lambda name, text: open(os.path.join(self.d, name), "w").write(text)  # noqa: E731
+        w("bench-env.txt", "form=short\nrounds=6\nreg_reps=3\nfrag_rounds=4\n")
+        w("bench-host.txt", "host_loadavg_start=1.0 1.0 1.0 1/1 1\nhost_loadavg_end=1.0 1.0 1.0 1/1 1\n")
+        w("bench-host-load.tsv", "epoch\tload1\tload5\tload15\n" + "".join(f"{1000 + 5 * i}\t2.0\t1\t1\n" for i in range(20)))
+        for r in range(1, 7):
+            m = bs.abba_module(r)
+            # rxe-kvfix 10% faster in every pair
+            t = 0.1 * (0.9 if m == "fixed" else 1.0) * (1 + r / 100)
+            w(f"reg-r{r:02d}-{m}-1G.json", json.dumps(churn_doc(GIB, [t, t, t])))
+            w(f"reg-round-{r:02d}.txt", f"start_{m}={1000 + 10 * r}.0 0.5 0.4 0.3 1/1 1\nend_{m}={1008 + 10 * r}.0 0.5 0.4 0.3 1/1 1\n")
+        for r in range(1, 5):
+            m = bs.abba_module(r)
+            doc = churn_doc(GIB, [0.05]) if m == "fixed" else churn_doc(GIB, [], failed_after=0.2)
+            w(f"frag-r{r:02d}-{m}-1G.json", json.dumps(doc))
+            w(f"frag-r{r:02d}-{m}-1G.vmstat0", "compact_stall 1\nallocstall_normal 0\n")
+            w(f"frag-r{r:02d}-{m}-1G.vmstat1", "compact_stall 1\nallocstall_normal 2\n")
+
+        w("reg-fixed-2G.json", json.dumps(churn_doc(2 * GIB, [0.2, 0.2, 0.2])))
+        w("reg-round-99.txt", "start_fixed=1100.0 0.5 0.4 0.3 1/1 1\nend_fixed=1110.0 0.5 0.4 0.3 1/1 1\n")
+
+    def tearDown(self):
+        shutil.rmtree(self.d)
+
+    def run_render(self, *args, env=None):
+        return subprocess.run([sys.executable, RENDER, *args], capture_output=True, text=True, env=env)
+
+    def collect(self):
+        out = self.run_render("collect", self.d, "-o", os.path.join(self.d, "results.json"))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return json.load(open(os.path.join(self.d, "results.json")))
+
+    def test_pairs_verdicts_and_targets(self):
+        res = self.collect()
+        s = res["registration"]["sizes"][0]
+        self.assertEqual(len(s["pairs_reg"]), 3)
+        self.assertTrue(s["reg_ratio"]["verdict"].startswith("excludes 1.0 (rxe-kvfix faster"), s["reg_ratio"])
+        self.assertAlmostEqual(res["rounds"]["registration"][0]["host_load1"]["mean"], 2.0)
+        t = {x["target"].split(":")[0] + ":" + x["target"].split(":")[1][:20]: x["verdict"] for x in res["targets"]}
+        reg = [x for x in res["targets"] if x["target"].startswith("registration: rxe-kvfix/stock")][0]
+        self.assertEqual(reg["verdict"], "met", t)
+        frag = [x for x in res["targets"] if x["target"].startswith("fragmented")][0]
+        self.assertEqual(frag["verdict"], "met")
+        (only,) = res["registration"]["fixed_only"]
+        self.assertEqual((only["size_text"], only["reg_seconds_per_gib"]["median"]), ("2 GiB", 0.1))
+        self.assertEqual(res["derived"]["fixed_per_gib_flatness"]["sizes"], [GIB, 2 * GIB])
+        self.assertNotIn(99, [pp for pp, _ in s["pairs_reg"]])
+        f = res["fragmented"]["sizes"][0]
+        self.assertEqual((f["stock"]["registered"], f["fixed"]["registered"]), (0, 2))
+        self.assertAlmostEqual(f["stock"]["fail_seconds"]["median"], 0.2)
+        self.assertEqual(f["fixed"]["allocstall"], 4)
+
+    def test_plots_skipped_loudly_without_gnuplot(self):
+        self.collect()
+        bindir = tempfile.mkdtemp(prefix="render-nognuplot-")
+        try:
+            env = dict(os.environ, PATH=bindir)
+            out = self.run_render("table", os.path.join(self.d, "results.json"), "-o", os.path.join(self.d, "R.md"), env=env)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("PLOTS SKIPPED: gnuplot is not installed", out.stderr)
+            page = open(os.path.join(self.d, "R.md")).read()
+            self.assertIn("not rendered: gnuplot is not installed", page)
+            self.assertTrue(page.split("\n## Targets\n")[1].lstrip().startswith("- **met**"), page[:600])
+        finally:
+            shutil.rmtree(bindir)
+
+    @unittest.skipUnless(shutil.which("gnuplot"), "gnuplot is not installed (tests/host-deps installs gnuplot-nox)")
+    def test_plots_rendered(self):
+        self.collect()
+        out = self.run_render("table", os.path.join(self.d, "results.json"), "-o", os.path.join(self.d, "R.md"))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        for name in ("reg-per-gib.png", "frag.png"):
+            with open(os.path.join(self.d, name), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_bw_pairs(self):
+        with open(os.path.join(self.d, "bw-pairs.tsv"), "w") as f:
+            f.write("msg_size\top\tpair\trv_MiBps\tpt_MiBps\tratio\n")
+            for p, r in enumerate((0.97, 0.99, 1.01), 1):
+                f.write(f"64K\twrite\t{p}\t{r * 30:.1f}\t30.0\t{r}\n")
+        res = self.collect()
+        (row,) = res["bandwidth_pairs"]
+        self.assertEqual((row["msg_text"], row["op"], row["ratio"]["n"]), ("64 KiB", "write", 3))
+        bw = [x for x in res["targets"] if "rxe-verify/perftest" in x["target"]][0]
+        self.assertEqual(bw["verdict"], "met")
+
+    def test_bw_pairs_bad_header(self):
+        with open(os.path.join(self.d, "bw-pairs.tsv"), "w") as f:
+            f.write("size op ratio\n")
+        out = self.run_render("collect", self.d)
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("header is", out.stderr)
+
+    def test_not_a_directory(self):
+        out = self.run_render("collect", os.path.join(self.d, "nope"))
+        self.assertEqual(out.returncode, 2)
+        self.assertEqual(len(out.stderr.strip().splitlines()), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
