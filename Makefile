@@ -4,7 +4,7 @@
 #   make install / uninstall  without DKMS, into /lib/modules/KVER/updates/rxe-kvfix
 #   make dkms-install         register with DKMS and build/install for KVER
 #   make dkms-remove          remove from DKMS (all kernels); stock module returns
-#   make validate-patch KTREE=/path/to/linux [KDIR=...] [BOOT=1] [OUT=DIR]
+#   make validate-patch KTREE=/path/to/linux [KDIR=...] [BOOT=1 [BUILD_KERNEL=1]] [OUT=DIR]
 #                             (BOOT=1: build, boot, before/after proof; patches/README.md)
 #   make userspace            build rxe-verify (CMake)
 #   make dist                 _build/dist/rxe-kvfix-VERSION.tar.gz of the files git tracks
@@ -118,7 +118,7 @@ dkms-remove:
 validate-patch:
 	@[[ -n "$(KTREE)" ]] || { echo "make: validate-patch needs KTREE=/path/to/kernel/tree: pass the kernel source tree to check the patches against" >&2; exit 2; }
 	patches/validate $(if $(filter command line environment,$(origin KDIR)),--kdir "$(KDIR)") \
-		$(if $(filter 1,$(BOOT)),--boot) $(if $(filter command line environment,$(origin OUT)),--out "$(OUT)") "$(KTREE)"
+		$(if $(filter 1,$(BOOT)),--boot) $(if $(filter 1,$(BUILD_KERNEL)),--build-kernel) $(if $(filter command line environment,$(origin OUT)),--out "$(OUT)") "$(KTREE)"
 
 userspace:
 	cmake -S . -B "$(CMAKE_BUILD_DIR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo
