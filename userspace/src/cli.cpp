@@ -30,8 +30,14 @@ int cli_main(int argc, char** argv) {
   run->add_option("--seed", ro.seed, "pattern seed (default: random)");
   run->add_option("--split", ro.split, "register the region as N MRs (application-level workaround)");
   run->add_option("-d,--device", ro.device, "RDMA device (default: first rxe device)");
-  run->add_option("-g,--gid-index", ro.gid_index, "GID index (default: RoCE v2, IPv4-mapped preferred)");
-  run->add_option("-c,--connect", ro.connect, "HOST[:PORT] of `rxe-verify serve` (two-host run; default port 47910)");
+  run->add_option("-g,-x,--gid-index", ro.gid_index, "GID index (default: RoCE v2, IPv4-mapped preferred)");
+  run->add_option("-t,--tx-depth", ro.tx_depth,
+                  "work requests in flight (default 128, as perftest; READs also at most the QP's "
+                  "max_rd_atomic). Staging memory = slots x slot, slot = msg-size (full) or "
+                  "1 MiB + 64 (sampled), slots = min(tx-depth, max(2, 16 MiB / slot))");
+  run->add_option("--connect", ro.connect, "HOST[:PORT] of `rxe-verify serve` (two-host run; default port 47910)");
+  std::string connect_short;
+  run->add_option("-c", connect_short, "deprecated spelling of --connect")->group("");
   run->add_option("--timeout", ro.timeout, "deadline per RDMA operation in seconds (default 30 s + 1 s per 4 MiB)");
   run->add_flag("--json", ro.json, "print the report as JSON");
   run->add_flag("--no-progress", ro.no_progress, "no progress bar");
@@ -79,6 +85,11 @@ int cli_main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     ro.gid_given = run->count("--gid-index") > 0;
+    if (run->count("-c") > 0) {
+      // perftest's -c is the connection type (RC/UC/UD); ours will stop meaning --connect.
+      std::fprintf(stderr, "rxe-verify run: note: -c is deprecated (perftest's -c is the connection type); use --connect\n");
+      if (ro.connect.empty()) ro.connect = connect_short;
+    }
     so.gid_given = serve->count("--gid-index") > 0;
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();

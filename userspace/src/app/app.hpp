@@ -41,6 +41,7 @@ struct RunCommandConfig {
   int gid_index = -1;
   bool gid_given = false;
   unsigned passes = 0, split = 1;
+  unsigned tx_depth = 128;  // -t/--tx-depth, 1..8192
   std::uint64_t seed = 0;
   double timeout = 0;
   bool json = false, no_progress = false, force = false;

@@ -38,6 +38,8 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   cfg.seed = seed_or_random(o.seed);
   cfg.split = o.split;
   cfg.op_timeout = o.timeout;
+  if (o.tx_depth < 1 || o.tx_depth > 8192) usage("--tx-depth: must be 1 to 8192 work requests");
+  cfg.tx_depth = o.tx_depth;
   if (o.timeout < 0) usage("--timeout: must not be negative");
   cfg.two_host = !o.connect.empty();
   cfg.progress = !o.no_progress && !o.json && stderr_is_tty();
@@ -78,6 +80,7 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
 
   QpParams qpp;
   qpp.gid_index = dc.gid_index;
+  qpp.tx_depth = cfg.tx_depth;
   DiagContext dctx = make_diag_context(host, pi.active, cfg.two_host, rep.module);
   // the whole run's memlock need up front: the staging buffer alone would pass at 8 MiB
   // and the region fail next, and the advice must name what the run pins, not one buffer
