@@ -116,3 +116,21 @@ TEST(AppRun, PortDownIsNotReadyWithAReport) {
   EXPECT_EQ(out.report["verdict"], "not_ready");
   EXPECT_TRUE(out.text.empty());
 }
+
+TEST(AppRun, TxDepthSizesTheQueuePair) {
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  auto o = small_run({"256K"});
+  o.tx_depth = 24;
+  Outcome out = run_command(o, prov, host);
+  EXPECT_EQ(out.exit, kExitPass) << out.report.dump();
+  EXPECT_EQ(c.created_depth, 24u);
+  EXPECT_LE(c.max_in_flight, 24u);
+  EXPECT_EQ(c.overcommits, 0u);
+  const auto& w = out.report["results"][0]["write"];
+  EXPECT_GT(w["iterations"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(w["wall_seconds"].get<double>(), 0.0);
+  o.tx_depth = 0;
+  EXPECT_THROW(run_command(o, prov, host), UsageError);
+}

@@ -85,10 +85,9 @@ int cli_main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     ro.gid_given = run->count("--gid-index") > 0;
-    if (run->count("-c") > 0) {
-      // perftest's -c is the connection type (RC/UC/UD); ours will stop meaning --connect.
-      std::fprintf(stderr, "rxe-verify run: note: -c is deprecated (perftest's -c is the connection type); use --connect\n");
-      if (ro.connect.empty()) ro.connect = connect_short;
+    if (run->count("-c") > 0 && ro.connect.empty()) {
+      ro.connect = connect_short;
+      ro.connect_short = true;
     }
     so.gid_given = serve->count("--gid-index") > 0;
   } catch (const CLI::CallForHelp&) {

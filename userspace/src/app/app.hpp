@@ -45,6 +45,7 @@ struct RunCommandConfig {
   std::uint64_t seed = 0;
   double timeout = 0;
   bool json = false, no_progress = false, force = false;
+  bool connect_short = false;  // given as -c: deprecated (perftest's -c is the connection type)
 };
 Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host);
 

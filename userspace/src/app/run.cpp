@@ -51,6 +51,9 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
     std::string e;
     if (!parse_host_port(o.connect, peer_host, port, e) || !check_peer_host(peer_host, e))
       usage("--connect: " + e);
+    if (o.connect_short)
+      std::fprintf(stderr, "rxe-verify run: note: -c is deprecated (perftest's -c is the "
+                           "connection type); use --connect\n");
   }
 
   RunReport rep;
