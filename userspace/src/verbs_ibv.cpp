@@ -169,7 +169,6 @@ class IbvQp final : public QueuePair {
 
   int poll(std::vector<Completion>& out, int max, std::chrono::milliseconds wait) override {
     auto end = std::chrono::steady_clock::now() + wait;
-    bool armed = false;
     while (true) {
       std::array<ibv_wc, 32> wcs{};
       int n = ibv_poll_cq(cq_.get(), std::clamp(max, 1, 32), wcs.data());
@@ -190,12 +189,15 @@ class IbvQp final : public QueuePair {
       }
       auto now = std::chrono::steady_clock::now();
       if (now >= end) return 0;
-      if (!armed) {
+      // The CQ stays armed across calls until its event is consumed: re-arming on every
+      // call costs a system call per wake-up, and a pipeline waiting for its checker
+      // wakes often.
+      if (!armed_) {
         if (ibv_req_notify_cq(cq_.get(), 0)) {
           broken_ = true;
           return -1;
         }
-        armed = true;
+        armed_ = true;
         continue;  // poll again: a completion may have arrived before arming
       }
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - now).count();
@@ -205,7 +207,7 @@ class IbvQp final : public QueuePair {
         void* ev_ctx = nullptr;
         if (ibv_get_cq_event(channel_.get(), &ev_cq, &ev_ctx) == 0) {
           ibv_ack_cq_events(ev_cq, 1);
-          armed = false;
+          armed_ = false;
         }
       }
     }
@@ -236,6 +238,7 @@ class IbvQp final : public QueuePair {
   bool broken() const override { return broken_; }
 
  private:
+  bool armed_ = false;  // ibv_req_notify_cq done, its event not yet consumed
   ibv_context* ctx_;
   QpParams params_;
   PortInfo port_;
