@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
 
 #include "engine.hpp"
 #include "fake_verbs.hpp"
@@ -252,4 +253,36 @@ TEST(Engine, FailureMidPipelineSaysWhichTransfer) {
       << s.diagnosis->summary;
   EXPECT_EQ(r.ctl.drains, 1u);
   EXPECT_TRUE(r.qp->broken());
+}
+
+TEST(Engine, IterationsRepeatWholePassesUntilReached) {
+  RunConfig c;
+  c.mode = Mode::Full;
+  c.msg_size = 1ull << 20;
+  c.passes = 1;
+  c.min_transfers = 10;  // 4 transfers per pass over 4 MiB: 3 passes
+  Rig r(c);
+  auto s = r.run(4ull << 20);
+  EXPECT_EQ(s.result, SizeOutcome::Pass);
+  EXPECT_EQ(s.passes, 3u);
+  EXPECT_EQ(s.write.transfers, 12u);
+  EXPECT_EQ(s.read.transfers, 12u);
+  EXPECT_EQ(s.write.bytes, 12ull << 20);
+}
+
+TEST(Engine, DurationRepeatsPassesUntilTimeIsUp) {
+  RunConfig c;
+  c.mode = Mode::Full;
+  c.msg_size = 1ull << 20;
+  c.passes = 1;
+  c.duration = 0.3;
+  Rig r(c);
+  auto t0 = std::chrono::steady_clock::now();
+  auto s = r.run(1ull << 20);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(s.result, SizeOutcome::Pass);
+  EXPECT_GE(took, 0.3);  // at least the duration (whole passes; no upper bound asserted)
+  EXPECT_GT(s.passes, 1u);
+  EXPECT_EQ(s.write.bytes, static_cast<std::uint64_t>(s.passes) << 20);
+  EXPECT_EQ(s.verified_bytes, 2 * s.write.bytes);
 }

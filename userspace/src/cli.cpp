@@ -35,6 +35,12 @@ int cli_main(int argc, char** argv) {
                   "work requests in flight (default 128, as perftest; READs also at most the QP's "
                   "max_rd_atomic). Staging memory = slots x slot, slot = msg-size (full) or "
                   "1 MiB + 64 (sampled), slots = min(tx-depth, max(2, 16 MiB / slot))");
+  run->add_option("-n,--iters", ro.iters,
+                  "at least this many transfers per direction (perftest's iterations): whole "
+                  "passes over the region are repeated until they are reached");
+  run->add_option("-D,--duration", ro.duration,
+                  "timed run: whole passes are repeated until this many seconds went by per size");
+  run->add_flag("--report_gbits", ro.report_gbits, "print bandwidth in Gb/s instead of MiB/s (JSON keeps MB/s)");
   run->add_option("--connect", ro.connect, "HOST[:PORT] of `rxe-verify serve` (two-host run; default port 47910)");
   std::string connect_short;
   run->add_option("-c", connect_short, "deprecated spelling of --connect")->group("");

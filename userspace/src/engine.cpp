@@ -255,7 +255,13 @@ bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& lay
   const unsigned slots = static_cast<unsigned>(std::max<std::uint64_t>(1, peer_.staging_size() / slot));
   const unsigned depth = std::max(1u, std::min(cfg_.tx_depth, qp_.max_send_wr()));
   std::vector<KeyCandidate> seen;
-  for (unsigned pass = 0; pass < cfg_.passes; ++pass) {
+  const auto t_first = std::chrono::steady_clock::now();
+  auto more = [&](unsigned pass) {
+    if (pass < cfg_.passes) return true;
+    if (cfg_.min_transfers && std::min(r.write.transfers, r.read.transfers) < cfg_.min_transfers) return true;
+    return cfg_.duration > 0 && since(t_first) < cfg_.duration;
+  };
+  for (unsigned pass = 0; more(pass); ++pass) {
     PlanParams pp;
     pp.size = size;
     pp.misalign = mis;
@@ -346,6 +352,7 @@ bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& lay
       return false;
     }
   }
+  r.passes = static_cast<unsigned>(seen.size() / 2);
   r.result = SizeOutcome::Pass;
   return true;
 }

@@ -98,6 +98,11 @@ struct RunConfig {
   bool progress = false;
   unsigned tx_depth = 128;  // WRs in flight per QP (READs also capped by max_rd_atomic)
   bool overlap = true;      // verify on a checker thread while later transfers run
+  // Timed/counted runs (perftest's -D and -n): after `passes`, more whole passes while
+  // fewer than min_transfers transfers per direction ran, or less than `duration`
+  // seconds went by since the first transfer of the size. 0 = off.
+  double duration = 0;
+  std::uint64_t min_transfers = 0;
 };
 
 // Staging memory (the peer's pinned buffer) is `slots` slots of one transfer each:

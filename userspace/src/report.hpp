@@ -113,7 +113,8 @@ nlohmann::json to_json(const ModuleIdentity& m);
 nlohmann::json to_json(const Diagnosis& d);
 nlohmann::json to_json(const SizeResult& s);
 nlohmann::json to_json(const RunReport& r);
-std::string to_table(const RunReport& r);
+// gbits: the bandwidth block in Gb/s (perftest's --report_gbits) instead of MiB/s.
+std::string to_table(const RunReport& r, bool gbits = false);
 std::string format_seconds(double s);
 
 }  // namespace rxv

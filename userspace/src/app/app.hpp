@@ -42,6 +42,9 @@ struct RunCommandConfig {
   bool gid_given = false;
   unsigned passes = 0, split = 1;
   unsigned tx_depth = 128;  // -t/--tx-depth, 1..8192
+  long long iters = -1;     // -n/--iters: -1 not given, else at least 1
+  double duration = 0;      // -D/--duration seconds, 0 = not timed
+  bool report_gbits = false;
   std::uint64_t seed = 0;
   double timeout = 0;
   bool json = false, no_progress = false, force = false;

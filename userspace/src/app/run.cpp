@@ -40,6 +40,10 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   cfg.op_timeout = o.timeout;
   if (o.tx_depth < 1 || o.tx_depth > 8192) usage("--tx-depth: must be 1 to 8192 work requests");
   cfg.tx_depth = o.tx_depth;
+  if (o.iters == 0 || o.iters < -1 || o.iters > (1ll << 40)) usage("--iters: must be at least 1 transfer");
+  if (o.iters > 0) cfg.min_transfers = static_cast<std::uint64_t>(o.iters);
+  if (!(o.duration >= 0 && o.duration <= 7 * 86400.0)) usage("--duration: must be 0 to 604800 seconds");
+  cfg.duration = o.duration;
   if (o.timeout < 0) usage("--timeout: must not be negative");
   cfg.two_host = !o.connect.empty();
   cfg.progress = !o.no_progress && !o.json && stderr_is_tty();
@@ -147,7 +151,7 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
     sock->recv(std::chrono::seconds(5), e);
   }
   int rc = finalize(rep);
-  return reported(rc, to_json(rep), to_table(rep));
+  return reported(rc, to_json(rep), to_table(rep, o.report_gbits));
 }
 
 }  // namespace rxv
