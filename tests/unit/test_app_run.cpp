@@ -126,6 +126,7 @@ TEST(AppRun, TxDepthSizesTheQueuePair) {
   Outcome out = run_command(o, prov, host);
   EXPECT_EQ(out.exit, kExitPass) << out.report.dump();
   EXPECT_EQ(c.created_depth, 24u);
+  EXPECT_FALSE(c.created_busy_poll);
   EXPECT_LE(c.max_in_flight, 24u);
   EXPECT_EQ(c.overcommits, 0u);
   const auto& w = out.report["results"][0]["write"];
@@ -144,7 +145,9 @@ TEST(AppRun, IterationsDurationAndGbits) {
   o.msg_size = "256K";
   o.iters = 9;  // 4 transfers per pass: 3 passes
   o.report_gbits = true;
+  o.busy_poll = true;
   Outcome out = run_command(o, prov, host);
+  EXPECT_TRUE(c.created_busy_poll);
   EXPECT_EQ(out.exit, kExitPass) << out.report.dump();
   const auto& r = out.report["results"][0];
   EXPECT_EQ(r["passes"], 3);

@@ -126,7 +126,7 @@ TEST(Cli, DoctorJson) {
 TEST(Cli, RunHelpShowsPerftestFlags) {
   auto r = run("run --help");
   EXPECT_EQ(r.code, 0);
-  for (const char* f : {"-t,--tx-depth", "-x", "--gid-index", "-n,--iters", "-D,--duration", "--report_gbits",
+  for (const char* f : {"-t,--tx-depth", "-x", "--gid-index", "-n,--iters", "-D,--duration", "--report_gbits", "--busy-poll",
                         "--connect", "slots = min(tx-depth"})
     EXPECT_NE(r.out.find(f), std::string::npos) << f << " missing from:\n" << r.out;
   // -c is hidden (deprecated), still parsed: a bad value gets the --connect error.

@@ -40,6 +40,9 @@ int cli_main(int argc, char** argv) {
                   "passes over the region are repeated until they are reached");
   run->add_option("-D,--duration", ro.duration,
                   "timed run: whole passes are repeated until this many seconds went by per size");
+  run->add_flag("--busy-poll", ro.busy_poll,
+                "poll the completion queue without sleeping, as perftest does (default: sleep on a "
+                "completion channel when the queue is empty)");
   run->add_flag("--report_gbits", ro.report_gbits, "print bandwidth in Gb/s instead of MiB/s (JSON keeps MB/s)");
   run->add_option("--connect", ro.connect, "HOST[:PORT] of `rxe-verify serve` (two-host run; default port 47910)");
   std::string connect_short;

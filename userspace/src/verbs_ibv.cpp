@@ -189,6 +189,7 @@ class IbvQp final : public QueuePair {
       }
       auto now = std::chrono::steady_clock::now();
       if (now >= end) return 0;
+      if (params_.busy_poll) continue;
       // The CQ stays armed across calls until its event is consumed: re-arming on every
       // call costs a system call per wake-up, and a pipeline waiting for its checker
       // wakes often.

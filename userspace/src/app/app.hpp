@@ -45,6 +45,7 @@ struct RunCommandConfig {
   long long iters = -1;     // -n/--iters: -1 not given, else at least 1
   double duration = 0;      // -D/--duration seconds, 0 = not timed
   bool report_gbits = false;
+  bool busy_poll = false;   // --busy-poll: poll the CQ without sleeping
   std::uint64_t seed = 0;
   double timeout = 0;
   bool json = false, no_progress = false, force = false;
