@@ -157,13 +157,36 @@ class Render(unittest.TestCase):
     def test_bw_pairs(self):
         with open(os.path.join(self.d, "bw-pairs.tsv"), "w") as f:
             f.write("msg_size\top\tpair\trv_MiBps\tpt_MiBps\tratio\n")
-            for p, r in enumerate((0.97, 0.99, 1.01), 1):
+            for p, r in enumerate((1.01, 1.03, 1.05), 1):
                 f.write(f"64K\twrite\t{p}\t{r * 30:.1f}\t30.0\t{r}\n")
         res = self.collect()
         (row,) = res["bandwidth_pairs"]
         self.assertEqual((row["msg_text"], row["op"], row["ratio"]["n"]), ("64 KiB", "write", 3))
         bw = [x for x in res["targets"] if "rxe-verify/perftest" in x["target"]][0]
         self.assertEqual(bw["verdict"], "met")
+
+    def test_bw_sh_columns_and_full_span(self):
+        # guest/bw.sh writes further columns after the six, and bw-span.tsv in the full form
+        with open(os.path.join(self.d, "bw-pairs.tsv"), "w") as f:
+            f.write("msg_size\top\tpair\trv_MiBps\tpt_MiBps\tratio\trv_verified_MiBps\torder\tguest_load1\trv_retries\tpt_retries\n")
+            for p, r in enumerate((1.2, 1.4, 1.3), 1):
+                f.write(f"1M\tread\t{p}\t{r * 20:.1f}\t20.0\t{r}\t{r * 19:.1f}\trv-first\t1.0\t0\t{p}\n")
+        with open(os.path.join(self.d, "bw-span.tsv"), "w") as f:
+            f.write("what\top\tMiBps\nrxe-verify wire\twrite\t30.0\nrxe-verify verified\twrite\t28.0\n"
+                    "rxe-verify wire\tread\t33.0\nrxe-verify verified\tread\t12.0\nperftest wire\twrite\t20.0\n")
+        res = self.collect()
+        (row,) = res["bandwidth_pairs"]
+        self.assertAlmostEqual(row["rv_verified_MiBps"]["median"], 24.7)
+        self.assertEqual(row["retries"], {"rxe-verify": 0, "perftest": 6})
+        span = [x for x in res["targets"] if x["target"].startswith("verified full span")][0]
+        self.assertEqual(span["verdict"], "not met")  # READ 12 / 20 = 0.6 < 0.8
+        self.assertIn("READ 12.0 / 20.0 MiB/s = 0.60", span["why"])
+        self.assertFalse([x for x in res["targets"] if "no lower than stock" in x["target"]])
+        out = self.run_render("table", os.path.join(self.d, "results.json"), "-o", os.path.join(self.d, "R.md"))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        page = open(os.path.join(self.d, "R.md")).read()
+        self.assertIn("| rxe-verify verified | 28.0 | 12.0 |", page)
+        self.assertIn("0 / 6", page)
 
     def test_bw_pairs_bad_header(self):
         with open(os.path.join(self.d, "bw-pairs.tsv"), "w") as f:

@@ -3,6 +3,7 @@
 // process). Failures are injected through FakeControl.
 #pragma once
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -13,9 +14,9 @@ namespace rxv::testing {
 
 struct FakeControl {
   std::function<int(std::size_t len)> reg_errno;  // non-zero => reg_mr fails
-  int fail_op_at = -1;     // index of the execute() call that fails
+  int fail_op_at = -1;     // index of the work request that fails (in execution order)
   int fail_status = 12;    // IBV_WC_RETRY_EXC_ERR
-  bool fail_timeout = false;
+  bool fail_timeout = false;  // that WR and everything after it never completes
   int corrupt_op_at = -1;  // flip a byte in the destination of that op
   std::uint64_t corrupt_at = 0;  // byte index inside the op's payload
   int short_op_at = -1;    // copy only half of that op
@@ -24,6 +25,13 @@ struct FakeControl {
   int regs = 0;
   std::size_t max_sges_seen = 0;
   bool port_active = true;
+  // Completion behaviour and what the engine did.
+  unsigned complete_per_poll = 0;  // WRs executed per poll() call, 0 = all queued
+  bool reverse_batches = false;    // return each poll's completions newest first
+  unsigned rd_atomic = 16;         // negotiated max_rd_atomic
+  bool created_busy_poll = false;
+  unsigned created_depth = 0, max_in_flight = 0, max_reads_in_flight = 0, max_batch = 0;
+  unsigned posted = 0, signaled = 0, polls = 0, drains = 0, flushed = 0, overcommits = 0;
 };
 
 class FakeMr final : public MemoryRegion {
@@ -36,65 +44,116 @@ class FakeMr final : public MemoryRegion {
   std::uint32_t k_;
 };
 
+// Posted WRs wait in a queue and are executed (memcpy) when poll() runs, up to
+// complete_per_poll of them per call; completions of signalled (or failed) WRs are
+// returned, reversed within a batch when reverse_batches is set. The send queue is
+// max_send_wr deep and a slot frees only when a later signalled completion was reaped
+// (as on hardware): a post beyond that fails, which catches an engine that
+// over-commits the queue or forgets to signal.
 class FakeQp final : public QueuePair {
  public:
-  explicit FakeQp(FakeControl& c) : c_(c) {}
+  FakeQp(FakeControl& c, unsigned depth) : c_(c), depth_(depth) {}
   QpAddr local_addr() const override { return QpAddr{7, 1, {}}; }
   std::string connect(const QpAddr&) override { return ""; }
-  OpResult execute(OpCode op, const std::vector<Sge>& sges, std::uint64_t raddr, std::uint32_t,
-                   std::chrono::milliseconds) override {
-    OpResult r;
-    int idx = c_.ops++;
-    c_.max_sges_seen = std::max(c_.max_sges_seen, sges.size());
-    if (broken_) {
-      r.status_str = "broken";
-      return r;
-    }
-    if (idx == c_.fail_op_at) {
+  std::string post(const WorkRequest& w) override {
+    if (broken_) return "broken";
+    if (queue_.size() + unreaped_ >= depth_) {
+      ++c_.overcommits;
       broken_ = true;
-      if (c_.fail_timeout) {
-        r.timed_out = true;
-        r.status_str = "no completion";
-      } else {
-        r.wc_status = c_.fail_status;
-        r.status_str = "transport retry counter exceeded";
-      }
-      return r;
+      return "ibv_post_send: Cannot allocate memory (send queue full)";
     }
-    std::uint64_t total = 0;
-    for (const auto& s : sges) total += s.length;
-    std::uint64_t limit = idx == c_.short_op_at ? total / 2 : total;
-    auto* remote = reinterpret_cast<unsigned char*>(raddr);
-    std::uint64_t pos = 0;
-    for (const auto& s : sges) {
-      auto* local = reinterpret_cast<unsigned char*>(s.addr);
-      std::uint64_t n = std::min<std::uint64_t>(s.length, limit > pos ? limit - pos : 0);
-      if (op == OpCode::Write) std::memcpy(remote + pos, local, n);
-      else std::memcpy(local, remote + pos, n);
-      pos += s.length;
+    c_.max_sges_seen = std::max(c_.max_sges_seen, w.sges.size());
+    if (w.op == OpCode::Read) {
+      ++reads_out_;
+      c_.max_reads_in_flight = std::max(c_.max_reads_in_flight, reads_out_);
     }
-    if (idx == c_.corrupt_op_at) {
-      // Corrupt the destination byte.
-      if (op == OpCode::Write) {
-        remote[c_.corrupt_at] ^= 0x5a;
-      } else {
-        std::uint64_t p = 0;
-        for (const auto& s : sges) {
-          if (c_.corrupt_at < p + s.length) {
-            reinterpret_cast<unsigned char*>(s.addr)[c_.corrupt_at - p] ^= 0x5a;
-            break;
-          }
-          p += s.length;
-        }
-      }
-    }
-    r.ok = true;
-    return r;
+    queue_.push_back(w);
+    c_.max_in_flight = std::max<unsigned>(c_.max_in_flight, static_cast<unsigned>(queue_.size()));
+    if (w.signaled) ++c_.signaled;
+    ++c_.posted;
+    return "";
   }
+  int poll(std::vector<Completion>& out, int max, std::chrono::milliseconds) override {
+    ++c_.polls;
+    std::vector<Completion> batch;
+    unsigned budget = c_.complete_per_poll ? c_.complete_per_poll : ~0u;
+    while (!queue_.empty() && budget > 0 && static_cast<int>(batch.size()) < max) {
+      if (held_) break;  // timed out: nothing completes any more
+      WorkRequest w = queue_.front();
+      int idx = c_.ops;
+      if (idx == c_.fail_op_at && c_.fail_timeout) {
+        held_ = true;
+        break;
+      }
+      queue_.erase(queue_.begin());
+      ++c_.ops;
+      --budget;
+      if (w.op == OpCode::Read) --reads_out_;
+      if (idx == c_.fail_op_at) {
+        broken_ = true;
+        batch.push_back({w.wr_id, c_.fail_status, "transport retry counter exceeded"});
+        unreaped_ = 0;
+        break;
+      }
+      execute(w, idx);
+      if (w.signaled) {
+        batch.push_back({w.wr_id, 0, ""});
+        unreaped_ = 0;
+      } else {
+        ++unreaped_;
+      }
+    }
+    if (c_.reverse_batches) std::reverse(batch.begin(), batch.end());
+    c_.max_batch = std::max<unsigned>(c_.max_batch, static_cast<unsigned>(batch.size()));
+    for (auto& b : batch) out.push_back(b);
+    return static_cast<int>(batch.size());
+  }
+  void drain() override {
+    broken_ = true;
+    ++c_.drains;
+    c_.flushed += static_cast<unsigned>(queue_.size());
+    queue_.clear();
+    unreaped_ = 0;
+  }
+  unsigned max_send_wr() const override { return depth_; }
+  unsigned max_rd_atomic() const override { return c_.rd_atomic; }
   bool broken() const override { return broken_; }
 
  private:
+  void execute(const WorkRequest& w, int idx) {
+    std::uint64_t total = 0;
+    for (const auto& s : w.sges) total += s.length;
+    std::uint64_t limit = idx == c_.short_op_at ? total / 2 : total;
+    auto* remote = reinterpret_cast<unsigned char*>(w.raddr);
+    std::uint64_t pos = 0;
+    for (const auto& s : w.sges) {
+      auto* local = reinterpret_cast<unsigned char*>(s.addr);
+      std::uint64_t n = std::min<std::uint64_t>(s.length, limit > pos ? limit - pos : 0);
+      if (w.op == OpCode::Write) std::memcpy(remote + pos, local, n);
+      else std::memcpy(local, remote + pos, n);
+      pos += s.length;
+    }
+    if (idx != c_.corrupt_op_at) return;
+    if (w.op == OpCode::Write) {
+      remote[c_.corrupt_at] ^= 0x5a;
+      return;
+    }
+    std::uint64_t p = 0;
+    for (const auto& s : w.sges) {
+      if (c_.corrupt_at < p + s.length) {
+        reinterpret_cast<unsigned char*>(s.addr)[c_.corrupt_at - p] ^= 0x5a;
+        break;
+      }
+      p += s.length;
+    }
+  }
+
   FakeControl& c_;
+  unsigned depth_;
+  std::vector<WorkRequest> queue_;
+  unsigned unreaped_ = 0;  // executed unsignalled WRs still holding send queue slots
+  unsigned reads_out_ = 0;
+  bool held_ = false;
   bool broken_ = false;
 };
 
@@ -128,8 +187,10 @@ class FakeDevice final : public Device {
     r.mr = std::make_unique<FakeMr>(static_cast<std::uint32_t>(c_.regs));
     return r;
   }
-  std::unique_ptr<QueuePair> create_qp(const QpParams&, std::string&) override {
-    return std::make_unique<FakeQp>(c_);
+  std::unique_ptr<QueuePair> create_qp(const QpParams& p, std::string&) override {
+    c_.created_depth = p.tx_depth;
+    c_.created_busy_poll = p.busy_poll;
+    return std::make_unique<FakeQp>(c_, p.tx_depth);
   }
 
  private:

@@ -41,8 +41,9 @@ TEST(AppMemlock, RunNamesTheWholeRunsNeedAt64KiBAnd8MiB) {
     EXPECT_EQ(lines(err), 1) << err;
     const std::string now = std::to_string(std::stoull(lim) / 1024) + " KiB";
     EXPECT_NE(err.find("RLIMIT_MEMLOCK is " + now), std::string::npos) << err;
-    // 262144 pages of the 1 GiB region + 2 MiB for the staging buffer, as doctor counts
-    EXPECT_NE(err.find("1050624 KiB this run pins"), std::string::npos) << err;
+    // 262144 pages of the 1 GiB region + the sampled mode's staging: 15 slots of
+    // 1 MiB + 64 B (min(tx-depth 128, 16 MiB / slot)), 3841 pages: 1048576 + 15364 KiB
+    EXPECT_NE(err.find("1063940 KiB this run pins"), std::string::npos) << err;
     EXPECT_EQ(err.find("1028 KiB"), std::string::npos) << err;  // not the staging buffer alone
     for (const char* remedy : {"ulimit -l", "/etc/security/limits.d/", "LimitMEMLOCK="})
       EXPECT_NE(err.find(remedy), std::string::npos) << remedy;
@@ -64,8 +65,8 @@ TEST(AppMemlock, RunCountsTheFullModeStagingBuffer) {
   Outcome out = run_command(o, prov, host);
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(out.exit, kExitNotReady);
-  // full mode stages up to --msg-size (64 MiB): 1048576 + 65536 KiB
-  EXPECT_NE(err.find("1114112 KiB this run pins"), std::string::npos) << err;
+  // full mode stages two --msg-size (64 MiB) slots: 1048576 + 131072 KiB
+  EXPECT_NE(err.find("1179648 KiB this run pins"), std::string::npos) << err;
 }
 
 TEST(AppMemlock, EnoughMemlockOrCapIpcLockPasses) {
@@ -74,7 +75,7 @@ TEST(AppMemlock, EnoughMemlockOrCapIpcLockPasses) {
     FakeProvider prov(c);
     FakeHost host;
     if (variant == 0) {
-      limit_memlock(host, "4194304");  // 4 MiB: enough for 1 MiB + the staging buffer
+      limit_memlock(host, "20971520");  // 20 MiB: enough for 1 MiB + the 15 MiB staging
     } else {
       limit_memlock(host, "65536");
       host.files["/proc/self/status"] = "Name:\tt\nCapEff:\t0000000000004000\n";  // CAP_IPC_LOCK
@@ -95,7 +96,7 @@ TEST(AppMemlock, DoctorSaysTheSameNeedWithItsToken) {
   EXPECT_EQ(out.report["causes"], nlohmann::json::array({"memlock"}));
   ASSERT_EQ(out.report["problems"].size(), 1u);
   std::string p = out.report["problems"][0];
-  EXPECT_NE(p.find("RLIMIT_MEMLOCK is 64 KiB, below the 1050624 KiB"), std::string::npos) << p;
+  EXPECT_NE(p.find("RLIMIT_MEMLOCK is 64 KiB, below the 1063940 KiB"), std::string::npos) << p;
 }
 
 TEST(AppMemlock, UverbsAccessDeniedIsDeviceAccessNotMemlock) {

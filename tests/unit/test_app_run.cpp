@@ -116,3 +116,51 @@ TEST(AppRun, PortDownIsNotReadyWithAReport) {
   EXPECT_EQ(out.report["verdict"], "not_ready");
   EXPECT_TRUE(out.text.empty());
 }
+
+TEST(AppRun, TxDepthSizesTheQueuePair) {
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  auto o = small_run({"256K"});
+  o.tx_depth = 24;
+  Outcome out = run_command(o, prov, host);
+  EXPECT_EQ(out.exit, kExitPass) << out.report.dump();
+  EXPECT_EQ(c.created_depth, 24u);
+  EXPECT_FALSE(c.created_busy_poll);
+  EXPECT_LE(c.max_in_flight, 24u);
+  EXPECT_EQ(c.overcommits, 0u);
+  const auto& w = out.report["results"][0]["write"];
+  EXPECT_GT(w["iterations"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(w["wall_seconds"].get<double>(), 0.0);
+  o.tx_depth = 0;
+  EXPECT_THROW(run_command(o, prov, host), UsageError);
+}
+
+TEST(AppRun, IterationsDurationAndGbits) {
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  auto o = small_run({"1M"});
+  o.mode = "full";
+  o.msg_size = "256K";
+  o.iters = 9;  // 4 transfers per pass: 3 passes
+  o.report_gbits = true;
+  o.busy_poll = true;
+  Outcome out = run_command(o, prov, host);
+  EXPECT_TRUE(c.created_busy_poll);
+  EXPECT_EQ(out.exit, kExitPass) << out.report.dump();
+  const auto& r = out.report["results"][0];
+  EXPECT_EQ(r["passes"], 3);
+  EXPECT_EQ(r["write"]["transfers"], 12);
+  EXPECT_NE(out.text.find("BW average[Gb/sec]"), std::string::npos) << out.text;
+  EXPECT_EQ(out.text.find("MiB/s]"), std::string::npos) << out.text;
+  o.report_gbits = false;
+  EXPECT_NE(run_command(o, prov, host).text.find("BW average[MiB/s]"), std::string::npos);
+  for (long long bad : {0ll, -5ll}) {
+    o.iters = bad;
+    EXPECT_THROW(run_command(o, prov, host), UsageError) << bad;
+  }
+  o.iters = -1;
+  o.duration = -1;
+  EXPECT_THROW(run_command(o, prov, host), UsageError);
+}

@@ -30,8 +30,23 @@ int cli_main(int argc, char** argv) {
   run->add_option("--seed", ro.seed, "pattern seed (default: random)");
   run->add_option("--split", ro.split, "register the region as N MRs (application-level workaround)");
   run->add_option("-d,--device", ro.device, "RDMA device (default: first rxe device)");
-  run->add_option("-g,--gid-index", ro.gid_index, "GID index (default: RoCE v2, IPv4-mapped preferred)");
-  run->add_option("-c,--connect", ro.connect, "HOST[:PORT] of `rxe-verify serve` (two-host run; default port 47910)");
+  run->add_option("-g,-x,--gid-index", ro.gid_index, "GID index (default: RoCE v2, IPv4-mapped preferred)");
+  run->add_option("-t,--tx-depth", ro.tx_depth,
+                  "work requests in flight (default 128, as perftest; READs also at most the QP's "
+                  "max_rd_atomic). Staging memory = slots x slot, slot = msg-size (full) or "
+                  "1 MiB + 64 (sampled), slots = min(tx-depth, max(2, 16 MiB / slot))");
+  run->add_option("-n,--iters", ro.iters,
+                  "at least this many transfers per direction (perftest's iterations): whole "
+                  "passes over the region are repeated until they are reached");
+  run->add_option("-D,--duration", ro.duration,
+                  "timed run: whole passes are repeated until this many seconds went by per size");
+  run->add_flag("--busy-poll", ro.busy_poll,
+                "poll the completion queue without sleeping, as perftest does (default: sleep on a "
+                "completion channel when the queue is empty)");
+  run->add_flag("--report_gbits", ro.report_gbits, "print bandwidth in Gb/s instead of MiB/s (JSON keeps MB/s)");
+  run->add_option("--connect", ro.connect, "HOST[:PORT] of `rxe-verify serve` (two-host run; default port 47910)");
+  std::string connect_short;
+  run->add_option("-c", connect_short, "deprecated spelling of --connect")->group("");
   run->add_option("--timeout", ro.timeout, "deadline per RDMA operation in seconds (default 30 s + 1 s per 4 MiB)");
   run->add_flag("--json", ro.json, "print the report as JSON");
   run->add_flag("--no-progress", ro.no_progress, "no progress bar");
@@ -79,6 +94,10 @@ int cli_main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     ro.gid_given = run->count("--gid-index") > 0;
+    if (run->count("-c") > 0 && ro.connect.empty()) {
+      ro.connect = connect_short;
+      ro.connect_short = true;
+    }
     so.gid_given = serve->count("--gid-index") > 0;
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();

@@ -90,10 +90,18 @@ VerifyOutcome LocalPeer::verify(std::uint64_t st_off, std::uint64_t region_off,
   return v;
 }
 
-std::uint64_t staging_bytes_for(const RunConfig& c) {
-  std::uint64_t chunk = std::min<std::uint64_t>(c.msg_size, kMaxMsgSize);
-  if (c.mode == Mode::Full) return chunk;
+std::uint64_t staging_slot_bytes(const RunConfig& c) {
+  if (c.mode == Mode::Full) return std::min<std::uint64_t>(c.msg_size, kMaxMsgSize);
   return std::min<std::uint64_t>(c.sample_max, kMaxMsgSize) + 64;
+}
+
+unsigned staging_slots(const RunConfig& c) {
+  std::uint64_t by_budget = std::max<std::uint64_t>(2, kStagingBudget / staging_slot_bytes(c));
+  return static_cast<unsigned>(std::min<std::uint64_t>(std::max(1u, c.tx_depth), by_budget));
+}
+
+std::uint64_t staging_bytes_for(const RunConfig& c) {
+  return staging_slot_bytes(c) * staging_slots(c);
 }
 
 std::chrono::milliseconds op_deadline(const RunConfig& c, std::uint64_t len) {
@@ -118,11 +126,9 @@ double since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-bool Engine::transfer(OpCode op, const Transfer& t, std::uint64_t st_off, SizeResult& r,
-                      unsigned char* base, const SplitLayout& layout,
-                      const std::vector<std::unique_ptr<MemoryRegion>>& mrs, LoopStats& stats) {
-  // Scatter/gather list over T[t.offset, +t.length), cut at MR boundaries; at most
-  // max_sge entries per work request (more pieces => several WRs).
+std::vector<WorkRequest> Engine::wrs_of(const Transfer& t, std::uint64_t remote,
+                                        unsigned char* base, const SplitLayout& layout,
+                                        const std::vector<std::unique_ptr<MemoryRegion>>& mrs) const {
   std::vector<Sge> pieces;
   std::uint64_t o = t.offset, end = t.offset + t.length;
   while (o < end) {
@@ -132,35 +138,41 @@ bool Engine::transfer(OpCode op, const Transfer& t, std::uint64_t st_off, SizeRe
                       static_cast<std::uint32_t>(stop - o), mrs[m]->lkey()});
     o = stop;
   }
-  std::uint64_t remote = peer_.staging_addr() + st_off;
-  for (std::size_t i = 0; i < pieces.size(); i += static_cast<std::size_t>(max_sge_)) {
-    std::vector<Sge> batch(pieces.begin() + static_cast<long>(i),
-                           pieces.begin() + static_cast<long>(std::min(pieces.size(),
-                                                                       i + static_cast<std::size_t>(max_sge_))));
-    std::uint64_t blen = 0;
-    for (const auto& s : batch) blen += s.length;
-    auto t0 = std::chrono::steady_clock::now();
-    OpResult res = qp_.execute(op, batch, remote, peer_.staging_rkey(), op_deadline(cfg_, blen));
-    stats.seconds += since(t0);
-    if (!res.ok) {
-      DiagInput in = ctx_ ? ctx_() : DiagInput{};
-      in.stage = res.timed_out ? Stage::Timeout : Stage::Transfer;
-      in.size = r.size;
-      in.offset = r.offset;
-      in.wc_status = res.wc_status;
-      in.wc_status_str = res.status_str;
-      in.two_host = cfg_.two_host;
-      fail(r, in);
-      r.diagnosis->summary = std::string(op == OpCode::Write ? "RDMA WRITE" : "RDMA READ") +
-                             " of " + std::to_string(blen) + " bytes at region offset " +
-                             std::to_string(t.offset) + ": " + r.diagnosis->summary;
-      return false;
-    }
-    remote += blen;
-    stats.bytes += blen;
+  std::vector<WorkRequest> out;
+  const auto step = static_cast<std::size_t>(max_sge_);
+  for (std::size_t i = 0; i < pieces.size(); i += step) {
+    WorkRequest w;
+    w.sges.assign(pieces.begin() + static_cast<long>(i),
+                  pieces.begin() + static_cast<long>(std::min(pieces.size(), i + step)));
+    w.raddr = remote;
+    w.rkey = peer_.staging_rkey();
+    for (const auto& sg : w.sges) remote += sg.length;
+    out.push_back(std::move(w));
   }
-  ++r.transfers;
-  return true;
+  return out;
+}
+
+void Engine::fail_loop(SizeResult& r, OpCode op, const LoopFailure& f, const Transfer& t) {
+  const char* opname = op == OpCode::Write ? "RDMA WRITE" : "RDMA READ";
+  std::string where = std::string(opname) + " of " + std::to_string(t.length) +
+                      " bytes at region offset " + std::to_string(t.offset) + " (" + describe(f) + ")";
+  if (f.kind == LoopFailure::Kind::Prepare || (f.kind == LoopFailure::Kind::Check && !f.check.error.empty())) {
+    r.result = SizeOutcome::Fail;
+    std::string e = f.kind == LoopFailure::Kind::Prepare ? "peer fill failed: " + f.status_str
+                                                          : "peer verification failed: " + f.check.error;
+    r.diagnosis = Diagnosis{cause::kNetwork, e + "; " + where,
+                            "check the out-of-band TCP connection to the peer"};
+    return;
+  }
+  DiagInput in = ctx_ ? ctx_() : DiagInput{};
+  in.stage = f.kind == LoopFailure::Kind::Timeout ? Stage::Timeout : Stage::Transfer;
+  in.size = r.size;
+  in.offset = r.offset;
+  in.wc_status = f.kind == LoopFailure::Kind::Completion ? f.wc_status : -1;
+  in.wc_status_str = f.status_str;
+  in.two_host = cfg_.two_host;
+  fail(r, in);
+  r.diagnosis->summary = where + ": " + r.diagnosis->summary;
 }
 
 SizeResult planned_result(std::uint64_t size, const RunConfig& cfg) {
@@ -238,96 +250,109 @@ bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& lay
   const std::uint64_t size = r.size;
   const std::uint64_t mis = cfg_.offset % kPageSize;
   r.passes = cfg_.passes;
+  // Staging: `slots` slots of `slot` bytes; transfer i uses slot i % slots.
+  const std::uint64_t slot = std::min(staging_slot_bytes(cfg_), peer_.staging_size());
+  const unsigned slots = static_cast<unsigned>(std::max<std::uint64_t>(1, peer_.staging_size() / slot));
+  const unsigned depth = std::max(1u, std::min(cfg_.tx_depth, qp_.max_send_wr()));
   std::vector<KeyCandidate> seen;
-  for (unsigned pass = 0; pass < cfg_.passes; ++pass) {
+  const auto t_first = std::chrono::steady_clock::now();
+  auto more = [&](unsigned pass) {
+    if (pass < cfg_.passes) return true;
+    if (cfg_.min_transfers && std::min(r.write.transfers, r.read.transfers) < cfg_.min_transfers) return true;
+    return cfg_.duration > 0 && since(t_first) < cfg_.duration;
+  };
+  for (unsigned pass = 0; more(pass); ++pass) {
     PlanParams pp;
     pp.size = size;
     pp.misalign = mis;
     pp.mode = cfg_.mode;
-    pp.msg_size = std::min<std::uint64_t>(cfg_.msg_size, peer_.staging_size());
-    pp.max_transfer = std::min<std::uint64_t>(cfg_.sample_max, peer_.staging_size() - std::min<std::uint64_t>(64, peer_.staging_size() / 2));
+    pp.msg_size = slot;
+    pp.max_transfer = std::min<std::uint64_t>(cfg_.sample_max, slot - std::min<std::uint64_t>(64, slot / 2));
     pp.seed = cfg_.seed;
     pp.pass = pass;
-    auto plan = make_plan(pp);
+    const auto plan = make_plan(pp);
     std::uint64_t total = 0;
-    for (const auto& t : plan) total += t.length;
-    const std::uint64_t kw = pattern_key(cfg_.seed, pass, Phase::Write);
-    const std::uint64_t kr = pattern_key(cfg_.seed, pass, Phase::Read);
-    auto st_of = [&](const Transfer& t) {
-      return cfg_.mode == Mode::Full ? std::uint64_t{0} : t.offset % 64;
+    std::vector<std::uint64_t> upto;  // bytes of plan[0, i)
+    for (const auto& t : plan) {
+      upto.push_back(total);
+      total += t.length;
+    }
+    upto.push_back(total);
+    auto st_of = [&](std::size_t i) {
+      const Transfer& t = plan[i];
+      return (i % slots) * slot + (cfg_.mode == Mode::Full ? std::uint64_t{0} : t.offset % 64);
     };
-    // WRITE loop.
-    {
+    for (OpCode op : {OpCode::Write, OpCode::Read}) {
+      const bool w = op == OpCode::Write;
+      const std::uint64_t key = pattern_key(cfg_.seed, pass, w ? Phase::Write : Phase::Read);
       Progress pr(cfg_.progress,
-                  "pass " + std::to_string(pass + 1) + " write " + format_size(size), total);
-      std::uint64_t done = 0;
-      for (const auto& t : plan) {
-        pattern_fill(base + t.offset, t.offset, t.length, kw);
-        std::uint64_t st = st_of(t);
-        if (!transfer(OpCode::Write, t, st, r, base, layout, mrs, r.write)) return false;
-        VerifyOutcome v = peer_.verify(st, t.offset, t.length, kw, seen, size);
-        if (!v.error.empty()) {
-          r.result = SizeOutcome::Fail;
-          r.diagnosis = Diagnosis{cause::kNetwork, "peer verification failed: " + v.error,
-                                  "check the out-of-band TCP connection to the peer"};
-          return false;
-        }
+                  "pass " + std::to_string(pass + 1) + (w ? " write " : " read  ") + format_size(size),
+                  total);
+      LoopSpec ls;
+      ls.op = op;
+      ls.count = plan.size();
+      ls.depth = w ? depth : std::max(1u, std::min(depth, qp_.max_rd_atomic()));
+      ls.slots = slots;
+      ls.threaded = cfg_.overlap;
+      ls.bytes = [&](std::size_t i) { return plan[i].length; };
+      ls.deadline = [&](std::uint64_t b) { return op_deadline(cfg_, b); };
+      ls.wrs = [&](std::size_t i) {
+        return wrs_of(plan[i], peer_.staging_addr() + st_of(i), base, layout, mrs);
+      };
+      ls.prepare = [&](std::size_t i) -> std::string {
+        const Transfer& t = plan[i];
+        if (!w) return peer_.fill(st_of(i), t.offset, t.length, key);
+        pattern_fill(base + t.offset, t.offset, t.length, key);
+        return "";
+      };
+      ls.check = [&](std::size_t i) -> VerifyOutcome {
+        const Transfer& t = plan[i];
+        if (w) return peer_.verify(st_of(i), t.offset, t.length, key, seen, size);
+        VerifyOutcome v;
+        v.mismatch = pattern_verify(base + t.offset, t.offset, t.length, key);
         if (v.mismatch) {
-          MismatchReport m{v.mismatch->region_offset, (mis + v.mismatch->region_offset) / kPageSize,
-                           v.mismatch->expected, v.mismatch->actual, v.mismatch->bad_bytes,
-                           Direction::Write, v.explanation};
-          r.mismatch = m;
-          DiagInput in = ctx_ ? ctx_() : DiagInput{};
-          in.stage = Stage::Verify;
-          in.mismatch_text = "RDMA WRITE of region [" + std::to_string(t.offset) + ", +" +
-                             std::to_string(t.length) + ") arrived wrong: first bad byte at region offset " +
-                             std::to_string(m.offset) + " (page " + std::to_string(m.page) + "), " +
-                             std::to_string(m.bad_bytes) + " bad bytes; " + m.explanation;
-          fail(r, in);
-          return false;
+          v.ok = false;
+          v.explanation = explain_mismatch(base + t.offset, t.offset, t.length, *v.mismatch, key, seen, size);
         }
-        r.verified_bytes += t.length;
-        done += t.length;
-        pr.update(done);
+        return v;
+      };
+      ls.progress = [&](std::size_t v) { pr.update(upto[v]); };
+      LoopResult lr = run_pipeline(qp_, ls);
+      LoopStats& st = w ? r.write : r.read;
+      st.bytes += lr.bytes;
+      st.seconds += lr.wire_seconds;
+      st.wall_seconds += lr.wall_seconds;
+      st.iterations += lr.wrs;
+      st.transfers += lr.verified;
+      st.peak_Bps = std::max(st.peak_Bps, lr.peak_Bps);
+      r.transfers += lr.verified;
+      r.verified_bytes += upto[lr.verified];
+      if (lr.ok()) {
+        seen.push_back({key, "pass " + std::to_string(pass + 1) + (w ? " write" : " read")});
+        continue;
       }
-    }
-    seen.push_back({kw, "pass " + std::to_string(pass + 1) + " write"});
-    // READ loop.
-    {
-      Progress pr(cfg_.progress,
-                  "pass " + std::to_string(pass + 1) + " read  " + format_size(size), total);
-      std::uint64_t done = 0;
-      for (const auto& t : plan) {
-        std::uint64_t st = st_of(t);
-        if (auto e = peer_.fill(st, t.offset, t.length, kr); !e.empty()) {
-          r.result = SizeOutcome::Fail;
-          r.diagnosis = Diagnosis{cause::kNetwork, "peer fill failed: " + e,
-                                  "check the out-of-band TCP connection to the peer"};
-          return false;
-        }
-        if (!transfer(OpCode::Read, t, st, r, base, layout, mrs, r.read)) return false;
-        auto mm = pattern_verify(base + t.offset, t.offset, t.length, kr);
-        if (mm) {
-          std::string ex = explain_mismatch(base + t.offset, t.offset, t.length, *mm, kr, seen, size);
-          MismatchReport m{mm->region_offset, (mis + mm->region_offset) / kPageSize, mm->expected,
-                           mm->actual, mm->bad_bytes, Direction::Read, ex};
-          r.mismatch = m;
-          DiagInput in = ctx_ ? ctx_() : DiagInput{};
-          in.stage = Stage::Verify;
-          in.mismatch_text = "RDMA READ into region [" + std::to_string(t.offset) + ", +" +
-                             std::to_string(t.length) + ") left wrong data: first bad byte at region offset " +
-                             std::to_string(m.offset) + " (page " + std::to_string(m.page) + "), " +
-                             std::to_string(m.bad_bytes) + " bad bytes; " + ex;
-          fail(r, in);
-          return false;
-        }
-        r.verified_bytes += t.length;
-        done += t.length;
-        pr.update(done);
+      const Transfer& t = plan[std::min(lr.failure.transfer, plan.size() - 1)];
+      const LoopFailure& f = lr.failure;
+      if (f.kind != LoopFailure::Kind::Check || !f.check.mismatch) {
+        fail_loop(r, op, f, t);
+        return false;
       }
+      const Mismatch& mm = *f.check.mismatch;
+      MismatchReport m{mm.region_offset, (mis + mm.region_offset) / kPageSize, mm.expected, mm.actual,
+                       mm.bad_bytes, w ? Direction::Write : Direction::Read, f.check.explanation};
+      r.mismatch = m;
+      DiagInput in = ctx_ ? ctx_() : DiagInput{};
+      in.stage = Stage::Verify;
+      in.mismatch_text = std::string(w ? "RDMA WRITE of region [" : "RDMA READ into region [") +
+                         std::to_string(t.offset) + ", +" + std::to_string(t.length) +
+                         (w ? ") arrived wrong" : ") left wrong data") + ": first bad byte at region offset " +
+                         std::to_string(m.offset) + " (page " + std::to_string(m.page) + "), " +
+                         std::to_string(m.bad_bytes) + " bad bytes; " + m.explanation;
+      fail(r, in);
+      return false;
     }
-    seen.push_back({kr, "pass " + std::to_string(pass + 1) + " read"});
   }
+  r.passes = static_cast<unsigned>(seen.size() / 2);
   r.result = SizeOutcome::Pass;
   return true;
 }

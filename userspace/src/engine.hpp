@@ -18,6 +18,7 @@
 
 #include "diagnosis.hpp"
 #include "pattern.hpp"
+#include "pipeline.hpp"
 #include "plan.hpp"
 #include "report.hpp"
 #include "verbs.hpp"
@@ -45,13 +46,6 @@ class MappedBuffer {
   void* p_ = nullptr;
   std::size_t len_ = 0;
   int err_ = 0;
-};
-
-struct VerifyOutcome {
-  bool ok = true;
-  std::string error;  // transport/peer error (not a data mismatch)
-  std::optional<Mismatch> mismatch;
-  std::string explanation;
 };
 
 class Peer {
@@ -102,9 +96,24 @@ struct RunConfig {
   double op_timeout = 0;  // seconds per operation; 0 = automatic
   bool two_host = false;
   bool progress = false;
+  unsigned tx_depth = 128;  // WRs in flight per QP (READs also capped by max_rd_atomic)
+  bool overlap = true;      // verify on a checker thread while later transfers run
+  // Timed/counted runs (perftest's -D and -n): after `passes`, more whole passes while
+  // fewer than min_transfers transfers per direction ran, or less than `duration`
+  // seconds went by since the first transfer of the size. 0 = off.
+  double duration = 0;
+  std::uint64_t min_transfers = 0;
 };
 
-// Staging bytes the peer needs for a config.
+// Staging memory (the peer's pinned buffer) is `slots` slots of one transfer each:
+//   slot  = msg-size (full mode) or sample-max + 64 (sampled mode), at most 2 GiB
+//   slots = min(tx-depth, max(2, 16 MiB / slot))
+// so staging = slots x slot: 16 MiB or less for transfers up to 8 MiB, two transfers
+// above that (128 MiB at the default 64 MiB msg-size in full mode).
+inline constexpr std::uint64_t kStagingBudget = 16ull << 20;
+std::uint64_t staging_slot_bytes(const RunConfig& c);
+unsigned staging_slots(const RunConfig& c);
+// Staging bytes the peer needs for a config (slots x slot).
 std::uint64_t staging_bytes_for(const RunConfig& c);
 // Per-operation deadline: explicit, or 30 s + length at 4 MiB/s (slow emulated hosts).
 std::chrono::milliseconds op_deadline(const RunConfig& c, std::uint64_t len);
@@ -126,9 +135,13 @@ class Engine {
                 const std::vector<std::unique_ptr<MemoryRegion>>& mrs);
 
  private:
-  bool transfer(OpCode op, const Transfer& t, std::uint64_t st_off, SizeResult& r,
-                unsigned char* base, const SplitLayout& layout,
-                const std::vector<std::unique_ptr<MemoryRegion>>& mrs, LoopStats& stats);
+  // Work requests of one transfer: its scatter list over T, cut at MR boundaries, at
+  // most max_sge entries per WR; `remote` is the staging address it goes to/from.
+  std::vector<WorkRequest> wrs_of(const Transfer& t, std::uint64_t remote, unsigned char* base,
+                                  const SplitLayout& layout,
+                                  const std::vector<std::unique_ptr<MemoryRegion>>& mrs) const;
+  // A failed pipeline (not a data mismatch) as the size's diagnosis.
+  void fail_loop(SizeResult& r, OpCode op, const LoopFailure& f, const Transfer& t);
   void fail(SizeResult& r, DiagInput in);
 
   Device& dev_;

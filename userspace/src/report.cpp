@@ -81,7 +81,17 @@ nlohmann::json to_json(const Diagnosis& d) {
 
 namespace {
 nlohmann::json loop_json(const LoopStats& l) {
-  return {{"bytes", l.bytes}, {"seconds", l.seconds}, {"MBps", l.mbps()}};
+  // MBps: wire (RDMA time only); verified_MBps: wall time including fills and checks.
+  double rate = l.seconds > 0 ? static_cast<double>(l.iterations) / l.seconds : 0;
+  return {{"bytes", l.bytes},
+          {"seconds", l.seconds},
+          {"MBps", l.mbps()},
+          {"iterations", l.iterations},
+          {"transfers", l.transfers},
+          {"wall_seconds", l.wall_seconds},
+          {"peak_MBps", l.peak_Bps / 1e6},
+          {"verified_MBps", l.verified_mbps()},
+          {"msg_rate", rate}};
 }
 }  // namespace
 
@@ -153,7 +163,7 @@ std::string format_seconds(double s) {
   return b;
 }
 
-std::string to_table(const RunReport& r) {
+std::string to_table(const RunReport& r, bool gbits) {
   std::ostringstream o;
   o << "rxe-verify " << kToolVersion << "  kernel " << r.kernel << "  module rdma_rxe: "
     << to_string(r.module.flavor);
@@ -190,6 +200,34 @@ std::string to_table(const RunReport& r) {
       o << "\n" << format_size(s.size) << (s.offset ? " @+" + std::to_string(s.offset) : "")
         << ": " << to_string(s.result) << " [" << s.diagnosis->cause << "]\n  " << s.diagnosis->summary
         << "\n  remedy: " << s.diagnosis->remedy << "\n";
+    }
+  }
+  // perftest-style figures per size and operation (wire = RDMA time only; verified =
+  // wall time including pattern fills and checks).
+  bool any = false;
+  for (const auto& s : r.results) any = any || s.write.iterations || s.read.iterations;
+  if (any) {
+    char line[256];
+    // perftest's units: MiB/s (its "MB/sec" is 2^20 bytes), or Gb/s (10^9 bits)
+    const double unit = gbits ? 1e9 / 8 : 1048576.0;
+    const char* u = gbits ? "Gb/sec" : "MiB/s";
+    std::snprintf(line, sizeof line, "\n%-16s %-5s %12s %10s %14s %17s %13s %15s\n", "bandwidth", "op",
+                  "bytes", "iterations", (std::string("BW peak[") + u + "]").c_str(),
+                  (std::string("BW average[") + u + "]").c_str(), "MsgRate[Mpps]",
+                  (std::string("verified[") + u + "]").c_str());
+    o << line;
+    for (const auto& s : r.results) {
+      std::string sz = format_size(s.size) + (s.offset ? " @+" + std::to_string(s.offset) : "");
+      for (const auto* l : {&s.write, &s.read}) {
+        if (!l->iterations) continue;
+        double verified = l->wall_seconds > 0 ? static_cast<double>(l->bytes) / unit / l->wall_seconds : 0;
+        double avg = l->seconds > 0 ? static_cast<double>(l->bytes) / unit / l->seconds : 0;
+        std::snprintf(line, sizeof line, "%-16s %-5s %12llu %10llu %14.2f %17.2f %13.6f %15.2f\n", sz.c_str(),
+                      l == &s.write ? "WRITE" : "READ", static_cast<unsigned long long>(l->bytes),
+                      static_cast<unsigned long long>(l->iterations), l->peak_Bps / unit, avg,
+                      l->msg_rate() / 1e6, verified);
+        o << line;
+      }
     }
   }
   o << "\nverdict: " << to_string(r.verdict) << "\n";

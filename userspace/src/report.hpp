@@ -33,10 +33,22 @@ int exit_code(Verdict v);
 // failed it (memlock, device_down): a failure of only these is not_ready.
 bool is_environment_cause(const std::string& cause);
 
+// One operation's figures over all passes of a size. `seconds` is wire time (at least one
+// work request in flight); `wall_seconds` includes pattern fills and checks, so
+// bytes / wall_seconds is the verified throughput.
 struct LoopStats {
   std::uint64_t bytes = 0;
   double seconds = 0;
+  std::uint64_t iterations = 0;  // work requests
+  std::uint64_t transfers = 0;
+  double wall_seconds = 0;
+  double peak_Bps = 0;
   double mbps() const { return seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0; }
+  double mibps() const { return seconds > 0 ? static_cast<double>(bytes) / 1048576.0 / seconds : 0; }
+  double verified_mbps() const {
+    return wall_seconds > 0 ? static_cast<double>(bytes) / 1e6 / wall_seconds : 0;
+  }
+  double msg_rate() const { return seconds > 0 ? static_cast<double>(iterations) / seconds : 0; }
 };
 
 // One size's outcome; JSON "result" and text are to_string(): "pass", "fail", "skip".
@@ -101,7 +113,8 @@ nlohmann::json to_json(const ModuleIdentity& m);
 nlohmann::json to_json(const Diagnosis& d);
 nlohmann::json to_json(const SizeResult& s);
 nlohmann::json to_json(const RunReport& r);
-std::string to_table(const RunReport& r);
+// gbits: the bandwidth block in Gb/s (perftest's --report_gbits) instead of MiB/s.
+std::string to_table(const RunReport& r, bool gbits = false);
 std::string format_seconds(double s);
 
 }  // namespace rxv

@@ -40,11 +40,22 @@ struct Sge {
 
 enum class OpCode { Write, Read };
 
-struct OpResult {
-  bool ok = false;
-  bool timed_out = false;
-  int wc_status = 0;       // enum ibv_wc_status when !ok && !timed_out
-  std::string status_str;  // ibv_wc_status_str() or an error text
+// One RDMA WRITE/READ work request. The engine numbers them 1, 2, 3, ... (wr_id) per
+// queue pair; unsignalled requests complete silently (a later signalled completion
+// implies them, RC send queues complete in order) unless they fail.
+struct WorkRequest {
+  std::uint64_t wr_id = 0;
+  OpCode op = OpCode::Write;
+  std::vector<Sge> sges;
+  std::uint64_t raddr = 0;
+  std::uint32_t rkey = 0;
+  bool signaled = true;
+};
+
+struct Completion {
+  std::uint64_t wr_id = 0;
+  int status = 0;          // enum ibv_wc_status, 0 = success
+  std::string status_str;  // ibv_wc_status_str()
 };
 
 class MemoryRegion {
@@ -63,6 +74,10 @@ struct QpParams {
   int gid_index = 0;
   int timeout = 19;   // 4.096 us * 2^19 ~ 2.1 s per try
   int retry_cnt = 7;  // 8 tries ~ 17 s before IBV_WC_RETRY_EXC_ERR
+  unsigned tx_depth = 128;  // max_send_wr (and the CQ is sized for it)
+  // Wait for completions by polling the CQ without sleeping (perftest's way) instead of
+  // sleeping on the completion channel once the CQ is empty.
+  bool busy_poll = false;
 };
 
 class QueuePair {
@@ -71,10 +86,19 @@ class QueuePair {
   virtual QpAddr local_addr() const = 0;
   // INIT -> RTR -> RTS towards `remote`. Returns "" or a one-line error.
   virtual std::string connect(const QpAddr& remote) = 0;
-  // Post one signalled RDMA WRITE/READ and wait for its completion until `deadline`
-  // elapses. After a failure or timeout the QP is unusable (broken() == true).
-  virtual OpResult execute(OpCode op, const std::vector<Sge>& sges, std::uint64_t raddr,
-                           std::uint32_t rkey, std::chrono::milliseconds deadline) = 0;
+  // Post one work request. "" or a one-line error (the QP is then broken()).
+  virtual std::string post(const WorkRequest& wr) = 0;
+  // Append up to `max` completions to `out`, waiting at most `wait` for the first one
+  // (0 = do not wait). Returns how many were appended, -1 when polling failed. A failed
+  // completion breaks the QP (broken() == true).
+  virtual int poll(std::vector<Completion>& out, int max, std::chrono::milliseconds wait) = 0;
+  // Move the QP to the error state and collect the flushed completions of everything
+  // still in flight (bounded wait), so the buffers can be released. broken() afterwards.
+  virtual void drain() = 0;
+  // Send queue depth the QP was created with, and the RDMA READs the connected QP may
+  // have in flight (negotiated max_rd_atomic).
+  virtual unsigned max_send_wr() const = 0;
+  virtual unsigned max_rd_atomic() const = 0;
   virtual bool broken() const = 0;
 };
 

@@ -58,7 +58,8 @@ class IbvQp final : public QueuePair {
     }
     int fl = fcntl(channel_->fd, F_GETFL);
     fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK);
-    cq_.reset(ibv_create_cq(ctx, 64, nullptr, channel_.get(), 0));
+    send_wr_ = std::clamp(p.tx_depth, 1u, 8192u);
+    cq_.reset(ibv_create_cq(ctx, static_cast<int>(send_wr_ + 16), nullptr, channel_.get(), 0));
     if (!cq_) {
       err = std::string("ibv_create_cq: ") + std::strerror(errno);
       return;
@@ -67,7 +68,7 @@ class IbvQp final : public QueuePair {
     ia.send_cq = cq_.get();
     ia.recv_cq = cq_.get();
     ia.qp_type = IBV_QPT_RC;
-    ia.cap.max_send_wr = 16;
+    ia.cap.max_send_wr = send_wr_;
     ia.cap.max_recv_wr = 1;
     ia.cap.max_send_sge = static_cast<std::uint32_t>(std::clamp(caps.max_sge, 1, 32));
     ia.cap.max_recv_sge = 1;
@@ -133,7 +134,8 @@ class IbvQp final : public QueuePair {
     a.retry_cnt = static_cast<std::uint8_t>(params_.retry_cnt);
     a.rnr_retry = 7;
     a.sq_psn = psn_;
-    a.max_rd_atomic = static_cast<std::uint8_t>(std::clamp(caps_.max_qp_rd_atom, 1, 16));
+    rd_atomic_ = static_cast<unsigned>(std::clamp(caps_.max_qp_rd_atom, 1, 16));
+    a.max_rd_atomic = static_cast<std::uint8_t>(rd_atomic_);
     if (int e = ibv_modify_qp(qp_.get(), &a,
                               IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                                   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
@@ -141,96 +143,103 @@ class IbvQp final : public QueuePair {
     return "";
   }
 
-  OpResult execute(OpCode op, const std::vector<Sge>& sges, std::uint64_t raddr,
-                   std::uint32_t rkey, std::chrono::milliseconds deadline) override {
-    OpResult res;
-    if (broken_) {
-      res.status_str = "queue pair is in error state after an earlier failure";
-      return res;
-    }
-    std::vector<ibv_sge> sl(sges.size());
-    for (std::size_t i = 0; i < sges.size(); ++i) {
-      sl[i].addr = sges[i].addr;
-      sl[i].length = sges[i].length;
-      sl[i].lkey = sges[i].lkey;
+  std::string post(const WorkRequest& w) override {
+    if (broken_) return "queue pair is in error state after an earlier failure";
+    std::vector<ibv_sge> sl(w.sges.size());
+    for (std::size_t i = 0; i < w.sges.size(); ++i) {
+      sl[i].addr = w.sges[i].addr;
+      sl[i].length = w.sges[i].length;
+      sl[i].lkey = w.sges[i].lkey;
     }
     ibv_send_wr wr{};
-    wr.wr_id = ++wr_id_;
+    wr.wr_id = w.wr_id;
     wr.sg_list = sl.data();
     wr.num_sge = static_cast<int>(sl.size());
-    wr.opcode = op == OpCode::Write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = raddr;
-    wr.wr.rdma.rkey = rkey;
+    wr.opcode = w.op == OpCode::Write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+    wr.send_flags = w.signaled ? IBV_SEND_SIGNALED : 0;
+    wr.wr.rdma.remote_addr = w.raddr;
+    wr.wr.rdma.rkey = w.rkey;
     ibv_send_wr* bad = nullptr;
     if (int e = ibv_post_send(qp_.get(), &wr, &bad)) {
-      res.status_str = std::string("ibv_post_send: ") + std::strerror(e);
       broken_ = true;
-      return res;
+      return std::string("ibv_post_send: ") + std::strerror(e);
     }
-    auto end = std::chrono::steady_clock::now() + deadline;
-    bool armed = false;
+    return "";
+  }
+
+  int poll(std::vector<Completion>& out, int max, std::chrono::milliseconds wait) override {
+    auto end = std::chrono::steady_clock::now() + wait;
     while (true) {
-      ibv_wc wc{};
-      int n = ibv_poll_cq(cq_.get(), 1, &wc);
+      std::array<ibv_wc, 32> wcs{};
+      int n = ibv_poll_cq(cq_.get(), std::clamp(max, 1, 32), wcs.data());
       if (n < 0) {
-        res.status_str = "ibv_poll_cq failed";
         broken_ = true;
-        return res;
+        return -1;
       }
-      if (n == 1) {
-        if (wc.wr_id != wr_id_ && wc.status == IBV_WC_SUCCESS) continue;  // stale
-        if (wc.status == IBV_WC_SUCCESS) {
-          res.ok = true;
-          return res;
+      if (n > 0) {
+        for (int i = 0; i < n; ++i) {
+          Completion c{wcs[static_cast<std::size_t>(i)].wr_id, wcs[static_cast<std::size_t>(i)].status, ""};
+          if (c.status != IBV_WC_SUCCESS) {
+            c.status_str = ibv_wc_status_str(wcs[static_cast<std::size_t>(i)].status);
+            broken_ = true;
+          }
+          out.push_back(std::move(c));
         }
-        res.wc_status = wc.status;
-        res.status_str = ibv_wc_status_str(wc.status);
-        broken_ = true;
-        return res;
-      }
-      if (!armed) {
-        if (ibv_req_notify_cq(cq_.get(), 0)) {
-          res.status_str = "ibv_req_notify_cq failed";
-          broken_ = true;
-          return res;
-        }
-        armed = true;
-        continue;  // poll again: a completion may have arrived before arming
+        return n;
       }
       auto now = std::chrono::steady_clock::now();
-      if (now >= end) break;
+      if (now >= end) return 0;
+      if (params_.busy_poll) continue;
+      // The CQ stays armed across calls until its event is consumed: re-arming on every
+      // call costs a system call per wake-up, and a pipeline waiting for its checker
+      // wakes often.
+      if (!armed_) {
+        if (ibv_req_notify_cq(cq_.get(), 0)) {
+          broken_ = true;
+          return -1;
+        }
+        armed_ = true;
+        continue;  // poll again: a completion may have arrived before arming
+      }
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - now).count();
       pollfd pfd{channel_->fd, POLLIN, 0};
-      int pr = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 200)));
-      if (pr > 0) {
+      if (::poll(&pfd, 1, static_cast<int>(std::clamp<long long>(left, 1, 200))) > 0) {
         ibv_cq* ev_cq = nullptr;
         void* ev_ctx = nullptr;
         if (ibv_get_cq_event(channel_.get(), &ev_cq, &ev_ctx) == 0) {
           ibv_ack_cq_events(ev_cq, 1);
-          armed = false;
+          armed_ = false;
         }
       }
     }
-    // Deadline: flush the QP so the outstanding WR completes before buffers go away.
-    res.timed_out = true;
-    res.status_str = "no completion within " + std::to_string(deadline.count() / 1000) + " s";
+  }
+
+  void drain() override {
+    // Flush the QP so every outstanding WR completes before its buffers go away.
     broken_ = true;
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_ERR;
     ibv_modify_qp(qp_.get(), &a, IBV_QP_STATE);
     auto drain_end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    auto quiet_since = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() < drain_end) {
-      ibv_wc wc{};
-      if (ibv_poll_cq(cq_.get(), 1, &wc) != 0) break;
-      ::poll(nullptr, 0, 10);
+      std::array<ibv_wc, 32> wcs{};
+      int n = ibv_poll_cq(cq_.get(), 32, wcs.data());
+      if (n < 0) break;
+      auto now = std::chrono::steady_clock::now();
+      if (n > 0) quiet_since = now;
+      else if (now - quiet_since > std::chrono::milliseconds(200)) break;
+      else ::poll(nullptr, 0, 5);
     }
-    return res;
   }
+
+  unsigned max_send_wr() const override { return send_wr_; }
+  unsigned max_rd_atomic() const override { return rd_atomic_; }
 
   bool broken() const override { return broken_; }
 
  private:
+  bool armed_ = false;  // ibv_req_notify_cq done, its event not yet consumed
   ibv_context* ctx_;
   QpParams params_;
   PortInfo port_;
@@ -242,7 +251,8 @@ class IbvQp final : public QueuePair {
   std::array<std::uint8_t, 16> gid_{};
   bool gid_error_ = false;
   bool broken_ = false;
-  std::uint64_t wr_id_ = 0;
+  unsigned send_wr_ = 128;
+  unsigned rd_atomic_ = 1;
 };
 
 class IbvDevice final : public Device {

@@ -3,7 +3,7 @@
 # rxe-kvfix in one boot, run inside a guest booted by tests/vm/vm-run on kernel K with
 # rxe-kvfix installed by DKMS before boot.
 #
-#   bench.sh K [short|full [REPS_1G [PERFTEST_1G]]]
+#   bench.sh K [short|full [PARTS]]     PARTS: comma list of reg,bw,frag (default all)
 #
 # Three parts, in this order (each module is loaded and unloaded once per round):
 #   1. reg   registration cost, interleaved: ROUNDS rounds in ABBA order (stock, fixed,
@@ -14,8 +14,10 @@
 #            per round the guest's /proc/loadavg and the guest clock at its start and
 #            end (round-NN.txt; the scenario samples the host's load beside it).
 #            Full form: then 2/4/8 GiB on rxe-kvfix only (reg-fixed-SIZE.json).
-#   2. bw    RDMA WRITE/READ bandwidth, rxe-verify beside perftest (issue 13 replaces
-#            this part): stock then rxe-kvfix, bw-rv-*.json, bw-pt-*.client
+#   2. bw    RDMA WRITE/READ bandwidth on rxe-kvfix: guest/bw.sh FORM (rxe-verify's
+#            pipelined, verified loops against ib_write_bw/ib_read_bw in interleaved
+#            ABBA pairs, and in the full form the verified full span of 1 GiB + 16 B
+#            beside ib_write_bw over a 1026 MiB MR) -> bw-pairs.tsv, bw-span.tsv
 #   3. frag  the fragmented guest on purpose: rxe-fragment (tests/vm/tools/fragment.c)
 #            fills memory and holds one mlocked page in every 2 MiB block; then
 #            FRAG_ROUNDS rounds in ABBA order register each of FRAG_SIZES once
@@ -24,37 +26,36 @@
 #            stock's failures are figures (the time to fail), rxe-kvfix's are failures
 #
 # Forms: short (CI, within the harness budget; proves the design runs, decides little):
-# 4 registration rounds (2 pairs) of 5 registrations of 64M 256M 1G, 3 bandwidth runs
-# per figure, 2 fragmented rounds (1 pair) of 640M 1G; full (make bench, ~11G guest):
+# 4 registration rounds (2 pairs) of 5 registrations of 64M 256M 1G, bw.sh short (3 pairs
+# of 64K and 1M), 2 fragmented rounds (1 pair) of 640M 1G; full (make bench, ~11G guest):
 # 10 rounds (5 pairs) of 11 registrations of 64M 128M 256M 512M 1G, then 2/4/8 GiB on
-# rxe-kvfix, 5 bandwidth runs (REPS_1G, default 3, for 1 GiB messages), 6 fragmented
-# rounds (3 pairs) of 256M 512M 640M 1G. PERFTEST_1G=0 leaves perftest out at 1 GiB.
+# rxe-kvfix, bw.sh full (5 pairs of 64K, 1M and 64M, the full span), 6 fragmented
+# rounds (3 pairs) of 256M 512M 640M 1G.
 #
 # Raw outputs go to /results; tests/bench/render collects them into results.json and
 # RESULTS.md. A step fails only when it produced no figure where one must exist (tool
 # crashed, unparsable output, rxe-kvfix refusing a size); a stock failure is a figure.
 set -euo pipefail
 
-usage() { echo "Usage: bench.sh KERNELRELEASE [short|full [REPS_1G [PERFTEST_1G]]]"; }
+usage() { echo "Usage: bench.sh KERNELRELEASE [short|full [reg,bw,frag]]"; }
 # shellcheck source=tests/vm/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-bench 1 4 "$@"
 K=$1 FORM=${2:-short}
 case $FORM in
 short)
-	REPS=3 REG_REPS=5 ROUNDS=4 FRAG_ROUNDS=2 REPS_1G=0 BW_REGION=16M
+	REG_REPS=5 ROUNDS=4 FRAG_ROUNDS=2
 	SIZES_BOTH='64M 256M 1G' SIZES_FIXED_ONLY='' FRAG_SIZES='640M 1G'
 	;;
 full)
-	REPS=5 REG_REPS=11 ROUNDS=10 FRAG_ROUNDS=6 REPS_1G=${3:-3} BW_REGION=16M
+	REG_REPS=11 ROUNDS=10 FRAG_ROUNDS=6
 	SIZES_BOTH='64M 128M 256M 512M 1G' SIZES_FIXED_ONLY='2G 4G 8G' FRAG_SIZES='256M 512M 640M 1G'
 	;;
 *) echo "bench.sh: form must be short or full, not '$FORM'" >&2; exit 2 ;;
 esac
-PERFTEST_1G=${4:-1}
-[[ $REPS_1G =~ ^[0-9]+$ && $PERFTEST_1G =~ ^[01]$ ]] || { echo "bench.sh: REPS_1G must be a count and PERFTEST_1G 0 or 1" >&2; exit 2; }
-MSGS='64K 1M'
-((REPS_1G == 0)) || MSGS='64K 1M 1G'
+PARTS=${3:-reg,bw,frag}
+[[ ,$PARTS, =~ ^,((reg|bw|frag),)+$ ]] || { echo "bench.sh: PARTS must be a comma list of reg, bw and frag, not '$PARTS'" >&2; exit 2; }
+part() { [[ ,$PARTS, == *,$1,* ]]; }
 FRAG=${RXE_FRAGMENT:-/usr/local/bin/rxe-fragment}
 FRAG_PID='' FRAG_TOPUPS=0
 
@@ -67,15 +68,6 @@ ENV_FILE=$OUT/bench-env.txt
 
 kv() { printf '%s=%s\n' "$1" "$2" >>"$ENV_FILE"; }
 now() { date +%s.%N; }
-bytes_of() { # 64K / 1M / 1G / 32M -> bytes
-	local n=${1%[KMG]}
-	case $1 in
-	*K) echo $((n << 10)) ;;
-	*M) echo $((n << 20)) ;;
-	*G) echo $((n << 30)) ;;
-	*) echo "$1" ;;
-	esac
-}
 # abba R: the module of round R (1-based): stock, fixed, fixed, stock, stock, fixed, ...
 abba() { case $((($1 - 1) % 4)) in 0 | 3) echo stock ;; *) echo fixed ;; esac; }
 
@@ -85,13 +77,10 @@ kv nproc "$(nproc)"
 kv memtotal_kib "$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)"
 kv cpu_model "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
 kv guest_loadavg_start "$(cat /proc/loadavg)"
-kv reps "$REPS"
 kv reg_reps "$REG_REPS"
 kv rounds "$ROUNDS"
 kv frag_rounds "$FRAG_ROUNDS"
-kv reps_1g "$REPS_1G"
-kv perftest_1g "$PERFTEST_1G"
-kv bw_region "$(bytes_of "$BW_REGION")"
+kv parts "$PARTS"
 kv t_start "$(now)"
 
 [[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
@@ -171,201 +160,131 @@ dmesg -C
 : >"$OUT/bench-stock-dmesg.txt"
 : >"$OUT/bench-fixed-dmesg.txt"
 kv stock_module "$(stock_module "$K")"
-kv t_reg_start "$(now)"
-for ((r = 1; r <= ROUNDS; r++)); do
-	mod=$(abba "$r")
-	rr=$(printf %02d "$r")
-	t_start "$K bench reg round $r/$ROUNDS ($mod): churn x $REG_REPS of $SIZES_BOTH"
-	round_note reg "$r" "$mod" start
-	if ! mod_load "$mod" 2>"$OUT/reg-round-$rr.err"; then
-		t_fail "$(head -c 300 "$OUT/reg-round-$rr.err")"
-		continue
-	fi
-	[[ $r -gt 2 || $mod != fixed ]] || kv fixed_module "$(modinfo -n rdma_rxe) $(cat /sys/module/rdma_rxe/version)"
-	files=()
-	for size in $SIZES_BOTH; do
-		files+=("$OUT/reg-r$rr-$mod-$size")
-		churn "${files[-1]}" "$size" --count "$REG_REPS" || true
-	done
-	round_note reg "$r" "$mod" end
-	summary "$mod" "${files[@]}"
-	mod_unload "$mod" || BAD+="${BAD:+; }rmmod failed"
-	if [[ -z $BAD ]]; then t_pass; else t_fail "${BAD:0:400}"; fi
-	echo "     $FIGS"
-done
-if [[ -n $SIZES_FIXED_ONLY ]]; then
-	t_start "$K bench reg rxe-kvfix only: churn x $REG_REPS of $SIZES_FIXED_ONLY (per-GiB cost beyond stock's limit)"
-	if mod_load fixed 2>"$OUT/reg-fixed-only.err"; then
+if part reg; then
+	kv t_reg_start "$(now)"
+	for ((r = 1; r <= ROUNDS; r++)); do
+		mod=$(abba "$r")
+		rr=$(printf %02d "$r")
+		t_start "$K bench reg round $r/$ROUNDS ($mod): churn x $REG_REPS of $SIZES_BOTH"
+		round_note reg "$r" "$mod" start
+		if ! mod_load "$mod" 2>"$OUT/reg-round-$rr.err"; then
+			t_fail "$(head -c 300 "$OUT/reg-round-$rr.err")"
+			continue
+		fi
+		[[ $r -gt 2 || $mod != fixed ]] || kv fixed_module "$(modinfo -n rdma_rxe) $(cat /sys/module/rdma_rxe/version)"
 		files=()
-		round_note reg 99 fixed start
-		for size in $SIZES_FIXED_ONLY; do
-			files+=("$OUT/reg-fixed-$size")
+		for size in $SIZES_BOTH; do
+			files+=("$OUT/reg-r$rr-$mod-$size")
 			churn "${files[-1]}" "$size" --count "$REG_REPS" || true
 		done
-		round_note reg 99 fixed end
-		summary fixed "${files[@]}"
-		mod_unload fixed || BAD+="${BAD:+; }rmmod failed"
+		round_note reg "$r" "$mod" end
+		summary "$mod" "${files[@]}"
+		mod_unload "$mod" || BAD+="${BAD:+; }rmmod failed"
 		if [[ -z $BAD ]]; then t_pass; else t_fail "${BAD:0:400}"; fi
 		echo "     $FIGS"
-	else
-		t_fail "$(head -c 300 "$OUT/reg-fixed-only.err")"
-	fi
-fi
-kv t_reg_end "$(now)"
-
-# ============================================ 2. bandwidth (issue 13 replaces this part)
-# bw_rv MOD MSG REP: rxe-verify full-mode loop on a region of BW_REGION (1G for
-# 1 GiB messages) in MSG chunks -> bw-rv-MOD-MSG-REP.json
-bw_rv() {
-	local mod=$1 msg=$2 rep=$3 region=$BW_REGION f rc=0
-	[[ $msg != 1G ]] || region=1G
-	f=$OUT/bw-rv-$mod-$msg-$rep
-	timeout 1200 taskset -c 0 "$RV" run -d rxe0 -s "$region" -m full --msg-size "$msg" --json --no-progress >"$f.json" 2>"$f.err" || rc=$?
-	echo "$rc" >"$f.rc"
-	[[ $rc == 0 && $(jget "$f.json" 'r["result"] == "pass" and r["write"]["MBps"] > 0 and r["read"]["MBps"] > 0' || true) == true ]]
-}
-
-# bw_pt MOD TOOL MSG REP: perftest loopback on rxe0 (server + client in this guest)
-# -> bw-pt-MOD-TOOL-MSG-REP.{client,server,rc}; iterations: the bytes of one
-# rxe-verify run (BW_REGION / MSG), at least 5 (perftest's minimum). perftest times with
-# rdtsc: under TCG a process moving between vCPUs can see the TSC jump (one unpinned
-# ib_read_bw run printed 0.00 MiB/s), so client and server are pinned, the client on
-# CPU 0 like rxe-verify. A run printing 0 MiB/s counts as no figure.
-bw_pt() {
-	local mod=$1 tool=$2 msg=$3 rep=$4 base gid iters spid rc=0 src=0 t0 t1 i
-	base=$OUT/bw-pt-$mod-$tool-$msg-$rep
-	iters=$(($(bytes_of "$BW_REGION") / $(bytes_of "$msg")))
-	((iters >= 5)) || iters=5
-	gid=$(rxe_gid_index rxe0) || return 1
-	timeout 1200 taskset -c 1 "$tool" -d rxe0 -x "$gid" -s "$(bytes_of "$msg")" -n "$iters" -F >"$base.server" 2>&1 &
-	spid=$!
-	for ((i = 0; i < 100; i++)); do # perftest listens on TCP 18515 before it allocates
-		ss -ltn 2>/dev/null | grep -q ':18515 ' && break
-		sleep 0.2
 	done
-	t0=$(now)
-	timeout 1200 taskset -c 0 "$tool" -d rxe0 -x "$gid" -s "$(bytes_of "$msg")" -n "$iters" -F 127.0.0.1 >"$base.client" 2>&1 || rc=$?
-	t1=$(now)
-	wait "$spid" || src=$?
-	printf 'client=%s server=%s iters=%s wall=%s\n' "$rc" "$src" "$iters" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" >"$base.rc"
-	((rc == 0 && src == 0)) &&
-		awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { bw = $4 } END { exit !(bw > 0) }' "$base.client"
-}
-
-bw_phase() { # MOD: the bandwidth loop on one module (loaded, rxe0 up)
-	local mod=$1 msg rep reps ok tool
-	kv "guest_loadavg_bw_${mod}_start" "$(cat /proc/loadavg)"
-	kv "t_bw_${mod}_start" "$(now)"
-	for msg in $MSGS; do
-		reps=$REPS
-		[[ $msg != 1G ]] || reps=$REPS_1G
-		t_start "$K bench $mod: rxe-verify WRITE/READ bandwidth, $msg messages x $reps runs"
-		ok=0
-		for ((rep = 1; rep <= reps; rep++)); do bw_rv "$mod" "$msg" "$rep" && ok=$((ok + 1)); done
-		if ((ok == reps)); then
-			t_pass
-			echo "     $(for ((rep = 1; rep <= reps; rep++)); do jget "$OUT/bw-rv-$mod-$msg-$rep.json" '"W %.1f R %.1f" % (r["write"]["MBps"], r["read"]["MBps"])'; done | paste -sd ';') MB/s"
-		else
-			t_fail "$((reps - ok)) of $reps runs gave no figure; see $OUT/bw-rv-$mod-$msg-*.err"
-		fi
-		for tool in ib_write_bw ib_read_bw; do
-			if [[ $msg == 1G && $mod == stock ]]; then
-				t_skip "$K bench stock: $tool, 1G messages" "perftest registers 2 x the message size (a 2 GiB MR, order 11): the stock module cannot; recorded as n/a"
-				continue
-			fi
-			if [[ $msg == 1G && $PERFTEST_1G == 0 ]]; then
-				t_skip "$K bench $mod: $tool, 1G messages" "left out (PERFTEST_1G=0): a 2 GiB rand() buffer fill per process"
-				continue
-			fi
-			t_start "$K bench $mod: $tool bandwidth, $msg messages x $reps runs"
-			ok=0
-			for ((rep = 1; rep <= reps; rep++)); do bw_pt "$mod" "$tool" "$msg" "$rep" && ok=$((ok + 1)); done
-			if ((ok == reps)); then
-				t_pass
-				echo "     $(for ((rep = 1; rep <= reps; rep++)); do grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+' "$OUT/bw-pt-$mod-$tool-$msg-$rep.client" | tail -n1 | awk '{print $4}'; done | paste -sd ' ') MiB/s (perftest's MB = 2^20 B)"
-			else
-				t_fail "$((reps - ok)) of $reps runs gave no figure; see $OUT/bw-pt-$mod-$tool-$msg-*.client"
-			fi
-		done
-	done
-	kv "guest_loadavg_bw_${mod}_end" "$(cat /proc/loadavg)"
-	kv "t_bw_${mod}_end" "$(now)"
-}
-
-for mod in stock fixed; do
-	t_start "$K bench bw: $mod module loads, rxe0 up"
-	if mod_load "$mod" 2>"$OUT/bw-$mod.err"; then
-		t_pass
-		bw_phase "$mod"
-		t_check "$K bench bw: $mod module unloads" mod_unload "$mod"
-	else
-		t_fail "$(head -c 300 "$OUT/bw-$mod.err")"
-	fi
-done
-
-# ============================================================= 3. the fragmented guest
-# frag_topup: ask the fragmenter (SIGUSR2) to take the free blocks of order >= 9 that
-# appeared since, and wait for its "topup N done" line
-frag_topup() {
-	local n=$((FRAG_TOPUPS + 1))
-	kill -USR2 "$FRAG_PID" 2>/dev/null || return 1
-	for _ in $(seq 600); do
-		if grep -q "^fragment: topup $n done" "$OUT/frag-fragment.log"; then
-			FRAG_TOPUPS=$n
-			return 0
-		fi
-		sleep 0.1
-	done
-	return 1
-}
-kv t_frag_start "$(now)"
-t_start "$K bench frag: rxe-fragment fragments memory and holds it"
-if [[ ! -x $FRAG ]]; then
-	t_skip "$FRAG missing (the host could not build tests/vm/tools/fragment.c with gcc -static): no fragmented figures"
-else
-	"$FRAG" --leave 120 >"$OUT/frag-fragment.log" 2>&1 &
-	FRAG_PID=$!
-	for _ in $(seq 600); do
-		grep -q 'fragment: ready' "$OUT/frag-fragment.log" && break
-		kill -0 "$FRAG_PID" 2>/dev/null || break
-		sleep 1
-	done
-	if grep -q 'fragment: ready' "$OUT/frag-fragment.log"; then
-		t_pass
-		grep -E '^fragment: (filling|holding|topup 0)' "$OUT/frag-fragment.log" | sed 's/^/     /'
-		for ((r = 1; r <= FRAG_ROUNDS; r++)); do
-			mod=$(abba "$r")
-			rr=$(printf %02d "$r")
-			t_start "$K bench frag round $r/$FRAG_ROUNDS ($mod): register $FRAG_SIZES once each, fragmented"
-			round_note frag "$r" "$mod" start
-			if ! mod_load "$mod" 2>"$OUT/frag-round-$rr.err"; then
-				t_fail "$(head -c 300 "$OUT/frag-round-$rr.err")"
-				continue
-			fi
+	if [[ -n $SIZES_FIXED_ONLY ]]; then
+		t_start "$K bench reg rxe-kvfix only: churn x $REG_REPS of $SIZES_FIXED_ONLY (per-GiB cost beyond stock's limit)"
+		if mod_load fixed 2>"$OUT/reg-fixed-only.err"; then
 			files=()
-			for size in $FRAG_SIZES; do
-				f=$OUT/frag-r$rr-$mod-$size
-				files+=("$f")
-				frag_topup || echo "     (the fragmenter did not confirm top-up $((FRAG_TOPUPS + 1)))"
-				cp /proc/vmstat "$f.vmstat0"
-				churn "$f" "$size" --count 1 --force || true
-				cp /proc/vmstat "$f.vmstat1"
+			round_note reg 99 fixed start
+			for size in $SIZES_FIXED_ONLY; do
+				files+=("$OUT/reg-fixed-$size")
+				churn "${files[-1]}" "$size" --count "$REG_REPS" || true
 			done
-			round_note frag "$r" "$mod" end
-			summary "$mod" "${files[@]}"
-			mod_unload "$mod" || BAD+="${BAD:+; }rmmod failed"
+			round_note reg 99 fixed end
+			summary fixed "${files[@]}"
+			mod_unload fixed || BAD+="${BAD:+; }rmmod failed"
 			if [[ -z $BAD ]]; then t_pass; else t_fail "${BAD:0:400}"; fi
 			echo "     $FIGS"
-		done
-	else
-		t_fail "no 'ready' within 600 s: $(tail -n2 "$OUT/frag-fragment.log" | tr '\n' ' ')"
+		else
+			t_fail "$(head -c 300 "$OUT/reg-fixed-only.err")"
+		fi
 	fi
-	kill -TERM "$FRAG_PID" 2>/dev/null || true
-	wait "$FRAG_PID" 2>/dev/null || true
-	FRAG_PID=''
-	t_check "$K bench frag: the fragmenter released everything" grep -q 'buddyinfo released' "$OUT/frag-fragment.log"
+	kv t_reg_end "$(now)"
 fi
-kv t_frag_end "$(now)"
+
+# ================================================================ 2. bandwidth
+# on rxe-kvfix only: the tool comparison (issue 13); the module's data path is the same
+# code on both modules, only the page table's allocation differs
+if part bw; then
+	kv t_bw_start "$(now)"
+	t_start "$K bench bw: rxe-kvfix loads"
+	if mod_load fixed 2>"$OUT/bw-fixed.err"; then
+		t_pass
+		"$SRC/tests/vm/guest/bw.sh" "$FORM" || true # its results are its own lines
+		t_check "$K bench bw: rxe-kvfix unloads" mod_unload fixed
+	else
+		t_fail "$(head -c 300 "$OUT/bw-fixed.err")"
+	fi
+	kv t_bw_end "$(now)"
+fi
+
+# ============================================================= 3. the fragmented guest
+if part frag; then
+	# frag_topup: ask the fragmenter (SIGUSR2) to take the free blocks of order >= 9 that
+	# appeared since, and wait for its "topup N done" line
+	frag_topup() {
+		local n=$((FRAG_TOPUPS + 1))
+		kill -USR2 "$FRAG_PID" 2>/dev/null || return 1
+		for _ in $(seq 600); do
+			if grep -q "^fragment: topup $n done" "$OUT/frag-fragment.log"; then
+				FRAG_TOPUPS=$n
+				return 0
+			fi
+			sleep 0.1
+		done
+		return 1
+	}
+	kv t_frag_start "$(now)"
+	t_start "$K bench frag: rxe-fragment fragments memory and holds it"
+	if [[ ! -x $FRAG ]]; then
+		t_skip "$FRAG missing (the host could not build tests/vm/tools/fragment.c with gcc -static): no fragmented figures"
+	else
+		"$FRAG" --leave 120 >"$OUT/frag-fragment.log" 2>&1 &
+		FRAG_PID=$!
+		for _ in $(seq 600); do
+			grep -q 'fragment: ready' "$OUT/frag-fragment.log" && break
+			kill -0 "$FRAG_PID" 2>/dev/null || break
+			sleep 1
+		done
+		if grep -q 'fragment: ready' "$OUT/frag-fragment.log"; then
+			t_pass
+			grep -E '^fragment: (filling|holding|topup 0)' "$OUT/frag-fragment.log" | sed 's/^/     /'
+			for ((r = 1; r <= FRAG_ROUNDS; r++)); do
+				mod=$(abba "$r")
+				rr=$(printf %02d "$r")
+				t_start "$K bench frag round $r/$FRAG_ROUNDS ($mod): register $FRAG_SIZES once each, fragmented"
+				round_note frag "$r" "$mod" start
+				if ! mod_load "$mod" 2>"$OUT/frag-round-$rr.err"; then
+					t_fail "$(head -c 300 "$OUT/frag-round-$rr.err")"
+					continue
+				fi
+				files=()
+				for size in $FRAG_SIZES; do
+					f=$OUT/frag-r$rr-$mod-$size
+					files+=("$f")
+					frag_topup || echo "     (the fragmenter did not confirm top-up $((FRAG_TOPUPS + 1)))"
+					cp /proc/vmstat "$f.vmstat0"
+					churn "$f" "$size" --count 1 --force || true
+					cp /proc/vmstat "$f.vmstat1"
+				done
+				round_note frag "$r" "$mod" end
+				summary "$mod" "${files[@]}"
+				mod_unload "$mod" || BAD+="${BAD:+; }rmmod failed"
+				if [[ -z $BAD ]]; then t_pass; else t_fail "${BAD:0:400}"; fi
+				echo "     $FIGS"
+			done
+		else
+			t_fail "no 'ready' within 600 s: $(tail -n2 "$OUT/frag-fragment.log" | tr '\n' ' ')"
+		fi
+		kill -TERM "$FRAG_PID" 2>/dev/null || true
+		wait "$FRAG_PID" 2>/dev/null || true
+		FRAG_PID=''
+		t_check "$K bench frag: the fragmenter released everything" grep -q 'buddyinfo released' "$OUT/frag-fragment.log"
+	fi
+	kv t_frag_end "$(now)"
+fi
 
 t_start "$K bench: rxe-kvfix's kernel log (every load) has no WARNING/BUG/Oops/lockdep report"
 bad=$(grep -E 'WARNING:|BUG:|Oops|Call Trace|possible circular locking|lockdep|general protection' "$OUT/bench-fixed-dmesg.txt" || true)

@@ -41,9 +41,15 @@ struct RunCommandConfig {
   int gid_index = -1;
   bool gid_given = false;
   unsigned passes = 0, split = 1;
+  unsigned tx_depth = 128;  // -t/--tx-depth, 1..8192
+  long long iters = -1;     // -n/--iters: -1 not given, else at least 1
+  double duration = 0;      // -D/--duration seconds, 0 = not timed
+  bool report_gbits = false;
+  bool busy_poll = false;   // --busy-poll: poll the CQ without sleeping
   std::uint64_t seed = 0;
   double timeout = 0;
   bool json = false, no_progress = false, force = false;
+  bool connect_short = false;  // given as -c: deprecated (perftest's -c is the connection type)
 };
 Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host);
 

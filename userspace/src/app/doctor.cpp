@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "app/common.hpp"
+#include "engine.hpp"
 #include "plan.hpp"
 #include "procfs.hpp"
 #include "size.hpp"
@@ -49,7 +50,8 @@ Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host) {
   else if (!any_active) problems.push_back("no rxe device has an ACTIVE port (bring its netdev up)");
   auto ml = parse_memlock(h.limits);
   bool cap = h.cap_eff && has_cap(*h.cap_eff, kCapIpcLock);
-  std::uint64_t need = span_pages(0, want) * kPageSize + (2ull << 20);
+  // what `rxe-verify run -s WANT` pins with its defaults (sampled mode's staging slots)
+  std::uint64_t need = run_pinned_bytes(0, want, 1, staging_bytes_for(RunConfig{}));
   bool ml_ok = memlock_allows(h.limits, h.cap_eff, need);
   j["memlock"] = {{"soft", ml ? (ml->soft_unlimited ? json("unlimited") : json(ml->soft)) : json(nullptr)},
                   {"hard", ml ? (ml->hard_unlimited ? json("unlimited") : json(ml->hard)) : json(nullptr)},

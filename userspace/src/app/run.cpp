@@ -38,6 +38,12 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   cfg.seed = seed_or_random(o.seed);
   cfg.split = o.split;
   cfg.op_timeout = o.timeout;
+  if (o.tx_depth < 1 || o.tx_depth > 8192) usage("--tx-depth: must be 1 to 8192 work requests");
+  cfg.tx_depth = o.tx_depth;
+  if (o.iters == 0 || o.iters < -1 || o.iters > (1ll << 40)) usage("--iters: must be at least 1 transfer");
+  if (o.iters > 0) cfg.min_transfers = static_cast<std::uint64_t>(o.iters);
+  if (!(o.duration >= 0 && o.duration <= 7 * 86400.0)) usage("--duration: must be 0 to 604800 seconds");
+  cfg.duration = o.duration;
   if (o.timeout < 0) usage("--timeout: must not be negative");
   cfg.two_host = !o.connect.empty();
   cfg.progress = !o.no_progress && !o.json && stderr_is_tty();
@@ -49,6 +55,9 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
     std::string e;
     if (!parse_host_port(o.connect, peer_host, port, e) || !check_peer_host(peer_host, e))
       usage("--connect: " + e);
+    if (o.connect_short)
+      std::fprintf(stderr, "rxe-verify run: note: -c is deprecated (perftest's -c is the "
+                           "connection type); use --connect\n");
   }
 
   RunReport rep;
@@ -78,6 +87,8 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
 
   QpParams qpp;
   qpp.gid_index = dc.gid_index;
+  qpp.tx_depth = cfg.tx_depth;
+  qpp.busy_poll = o.busy_poll;
   DiagContext dctx = make_diag_context(host, pi.active, cfg.two_host, rep.module);
   // the whole run's memlock need up front: the staging buffer alone would pass at 8 MiB
   // and the region fail next, and the advice must name what the run pins, not one buffer
@@ -141,7 +152,7 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
     sock->recv(std::chrono::seconds(5), e);
   }
   int rc = finalize(rep);
-  return reported(rc, to_json(rep), to_table(rep));
+  return reported(rc, to_json(rep), to_table(rep, o.report_gbits));
 }
 
 }  // namespace rxv
