@@ -65,6 +65,27 @@ else
 	t_fail "$(tail -n1 <<<"$out")"
 fi
 
+# cpio stops reading at the archive's trailer; a writer that pads its last block
+# after that (rpm 6's libarchive-based rpm2cpio) then writes into a closed pipe.
+# prepare unpacks through a file, so such a writer cannot fail a good SRPM: a stand-in
+# rpm2cpio ahead on PATH runs the real one, then writes 64 KiB more after a pause.
+t_start "an rpm2cpio that writes after the cpio trailer: the SRPM still unpacks"
+mkdir -p "$W/padbin"
+cat >"$W/padbin/rpm2cpio" <<PAD
+#!/usr/bin/env bash
+set -euo pipefail
+$(command -v rpm2cpio) "\$@"
+sleep 0.5
+head -c 65536 /dev/zero
+PAD
+chmod +x "$W/padbin/rpm2cpio"
+if out=$(PATH=$W/padbin:$PATH "$PREP" --srpm "$SRPM" --cache "$W/none" --out "$W/out-pad" "$FREL" 2>&1) &&
+	grep -q 'provider=srpm' "$W/out-pad/rxe-kvfix-source.txt"; then
+	t_pass
+else
+	t_fail "$(tail -n2 <<<"$out" | tr '\n' ' ')"
+fi
+
 t_start "truncated source RPM: one-line error"
 head -c 20000 "$SRPM" >"$W/cache/kernel-${FREL%.*}.src.rpm"
 rc=0
