@@ -10,7 +10,8 @@ import shutil
 import subprocess
 import tempfile
 
-from benchstats import GIB, MIB
+from benchstats import MIB
+from benchtable import TARGET_TOOL_RATIO
 
 MOD_STYLE = {"stock": 'lc rgb "#c0392b" pt 7 ps 1.1', "fixed": 'lc rgb "#1f5fa8" pt 9 ps 1.2'}
 MOD_NAME = {"stock": "stock rdma_rxe", "fixed": "rxe-kvfix"}
@@ -111,49 +112,25 @@ def plot_frag(res, path, term):
 
 
 def plot_bw(res, path, term):
+    """rxe-verify/perftest per interleaved pair (bw-pairs.tsv), the median per message size and
+    operation, and the target as a dashed line; nothing to plot without pairs."""
     bwp = res.get("bandwidth_pairs")
-    s = term + "\n" + f'set output "{path}"\n'
-    if bwp:
-        rows, xt = [], []
-        for i, x in enumerate(bwp):
-            xt.append(f'"{x["msg_text"].replace(" ", "")} {x["op"].upper()}" {i}')
-            for j, pr in enumerate(x["pairs"]):
-                rows.append((i + 0.04 * (j % 5 - 2), pr["ratio"]))
-        med = [(i, x["ratio"]["median"]) for i, x in enumerate(bwp) if x["ratio"]["median"] is not None]
-        s += _block("r", rows) + _block("m", med or [("NaN", "NaN")])
-        s += ('set title "Bandwidth: rxe-verify / perftest per interleaved pair (bw-pairs.tsv)"\n'
-              f'set xtics ({", ".join(xt)})\nset xrange [-0.6:{len(xt) - 0.4}]\nset grid ytics\n'
-              'set ylabel "rxe-verify MiB/s / perftest MiB/s"\nset key outside right top\n'
-              'set arrow from graph 0, first 0.95 to graph 1, first 0.95 nohead dt 2 lc rgb "#888888"\n'
-              'plot $r using 1:2 with points lc rgb "#1f5fa8" pt 7 title "one pair", '
-              '$m using 1:2 with points lc rgb "#000000" pt 5 ps 1.6 title "median"\n')
-        return True, _run(s, path)
-    bw = res["bandwidth"]
-    rows = {"rv": [], "pt": []}
-    xt = []
-    i = 0
-    msgs = sorted({m for mod in bw.values() for m in mod}, key=lambda t: int(t[:-1]) * {"K": 1 << 10, "M": MIB, "G": GIB}[t[-1]])
-    for msg in msgs:
-        for op in ("write", "read"):
-            for mod in ("stock", "fixed"):
-                t = (bw.get(mod) or {}).get(msg) or {}
-                rv, pt = (t.get("rxe-verify") or {}).get(op), (t.get("perftest") or {}).get(op)
-                if not rv and not pt:
-                    continue
-                xt.append(f'"{msg} {op[0].upper()} {"st" if mod == "stock" else "fx"}" {i}')
-                for v in (rv or {}).get("samples") or []:
-                    rows["rv"].append((i - 0.12, v))
-                for v in (pt or {}).get("samples") or []:
-                    rows["pt"].append((i + 0.12, v))
-                i += 1
-    if not xt:
+    if not bwp:
         return False, None
-    s += _block("rv", rows["rv"] or [("NaN", "NaN")]) + _block("pt", rows["pt"] or [("NaN", "NaN")])
-    s += ('set title "Bandwidth, separate runs (not paired): MB/s per run (W write, R read; st stock, fx rxe-kvfix)"\n'
-          f'set xtics ({", ".join(xt)}) rotate by -35\nset xrange [-0.6:{len(xt) - 0.4}]\nset logscale y\nset grid ytics\n'
-          'set ylabel "MB/s (1e6 B/s)"\nset key outside right top\n'
-          'plot $rv using 1:2 with points lc rgb "#1f5fa8" pt 7 title "rxe-verify run", '
-          '$pt using 1:2 with points lc rgb "#e67e22" pt 5 title "perftest run"\n')
+    rows, xt = [], []
+    for i, x in enumerate(bwp):
+        xt.append(f'"{x["msg_text"].replace(" ", "")} {x["op"].upper()}" {i}')
+        for j, pr in enumerate(x["pairs"]):
+            rows.append((i + 0.04 * (j % 5 - 2), pr["ratio"]))
+    med = [(i, x["ratio"]["median"]) for i, x in enumerate(bwp) if x["ratio"]["median"] is not None]
+    s = term + "\n" + f'set output "{path}"\n'
+    s += _block("r", rows) + _block("m", med or [("NaN", "NaN")])
+    s += ('set title "Bandwidth: rxe-verify / perftest per interleaved pair (bw-pairs.tsv)"\n'
+          f'set xtics ({", ".join(xt)})\nset xrange [-0.6:{len(xt) - 0.4}]\nset grid ytics\n'
+          'set ylabel "rxe-verify MiB/s / perftest MiB/s"\nset key outside right top\n'
+          f'set arrow from graph 0, first {TARGET_TOOL_RATIO} to graph 1, first {TARGET_TOOL_RATIO} nohead dt 2 lc rgb "#888888"\n'
+          'plot $r using 1:2 with points lc rgb "#1f5fa8" pt 7 title "one pair", '
+          '$m using 1:2 with points lc rgb "#000000" pt 5 ps 1.6 title "median"\n')
     return True, _run(s, path)
 
 

@@ -47,9 +47,11 @@ def paired_ratios(by_round, key):
     return out
 
 
-def ratio_verdict(ratios):
-    """Median fixed/stock with the min-max interval of the paired ratios, and whether
-    that interval excludes 1.0, includes it (narrowly), or is too wide to tell."""
+def ratio_verdict(ratios, below="rxe-kvfix faster", above="rxe-kvfix slower"):
+    """Median ratio with the min-max interval of the paired ratios, and whether that
+    interval excludes 1.0, includes it (narrowly), or is too wide to tell. below/above
+    name what an interval wholly under/over 1.0 means: the defaults are for times
+    (fixed/stock seconds); a bandwidth ratio passes its own words."""
     if not ratios:
         return {"n": 0, "median": None, "min": None, "max": None, "verdict": "no pairs"}
     lo, hi = min(ratios), max(ratios)
@@ -57,9 +59,9 @@ def ratio_verdict(ratios):
     if len(ratios) < MIN_PAIRS:
         d["verdict"] = f"too few pairs ({len(ratios)} < {MIN_PAIRS}) to tell"
     elif hi < 1.0:
-        d["verdict"] = "excludes 1.0 (rxe-kvfix faster)"
+        d["verdict"] = f"excludes 1.0 ({below})"
     elif lo > 1.0:
-        d["verdict"] = "excludes 1.0 (rxe-kvfix slower)"
+        d["verdict"] = f"excludes 1.0 ({above})"
     elif lo >= 1 / WIDE and hi <= WIDE:
         d["verdict"] = f"includes 1.0 (interval within {1 / WIDE:.2f}-{WIDE:.2f})"
     else:

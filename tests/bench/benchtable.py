@@ -2,7 +2,7 @@
 import os
 import re
 
-from benchstats import GIB, MIB, WIDE, MIN_PAIRS, fmt_mib, size_bytes, size_text
+from benchstats import MIB, WIDE, MIN_PAIRS, fmt_mib, size_text
 
 TARGET_REG_RATIO = 1.05      # fixed/stock registration time, per size
 TARGET_FLAT = 0.20           # per-GiB cost across sizes: (max - min) / min
@@ -14,10 +14,6 @@ def fmt_stats(s, scale=1.0, prec=3, unit=""):
     if not s:
         return "–"
     return f"{s['median'] * scale:.{prec}f}{unit} ({s['min'] * scale:.{prec}f}–{s['max'] * scale:.{prec}f}, n={s['n']})"
-
-
-def fmt_ratio(r, prec=2):
-    return "–" if r is None else f"{r:.{prec}f}"
 
 
 def fmt_rv(r):
@@ -47,7 +43,7 @@ def read_notes(path):
 
 def markdown(res, plots, notes_path):
     env, reg, frag = res["environment"], res["registration"], res["fragmented"]
-    bw, der, bwp = res["bandwidth"], res["derived"], res.get("bandwidth_pairs")
+    bwp = res.get("bandwidth_pairs")
     notes, notes_run = read_notes(notes_path)
     L = []
     p = L.append
@@ -105,7 +101,7 @@ def markdown(res, plots, notes_path):
     npairs = max((len(x["pairs"]) for x in bwp), default=0) if bwp else 0
     p(f"| form | {res.get('form')}: {env.get('rounds')} registration rounds of {env.get('reg_reps')} registrations "
       f"per size, {env.get('frag_rounds')} fragmented rounds, "
-      + (f"{npairs} interleaved bandwidth pairs per message size" if bwp else f"{env.get('reps')} bandwidth runs per figure")
+      + (f"{npairs} interleaved bandwidth pairs per message size" if bwp else "no bandwidth pairs")
       + (f" (parts: {env.get('parts')})" if env.get("parts") else "") + " |")
     p(f"| kernel | {env.get('kernel')} |")
     p(f"| guest | {env.get('guest_mem')} memory, {env.get('guest_cpus')} vCPUs |")
@@ -149,7 +145,7 @@ def markdown(res, plots, notes_path):
           f"{fmt_stats(e.get('reg_seconds_per_gib'), prec=4) if e.get('registered') else '**' + str(e.get('error')) + '**'} "
           f"(one pass of {e.get('count')}, rxe-kvfix only) | – | – | – | {fmt_stats(e.get('dereg_seconds'), prec=4)} | – |")
     p("")
-    fl = der.get("fixed_per_gib_flatness")
+    fl = res["derived"].get("fixed_per_gib_flatness")
     if fl:
         p("- rxe-kvfix, median seconds per GiB per size: " +
           ", ".join(f"{size_text(sz)} {v:.4f}" for sz, v in zip(fl["sizes"], fl["median_seconds_per_gib"])) +
@@ -277,42 +273,7 @@ def markdown(res, plots, notes_path):
             v = sp.get(what) or {}
             p(f"| {what} | {'–' if 'write' not in v else format(v['write'], '.1f')} | {'–' if 'read' not in v else format(v['read'], '.1f')} |")
         p("")
-    plot("bw.png", "bandwidth: rxe-verify against perftest" + (" per pair" if bwp else ", per run"))
-    if bwp and not bw:
-        return "\n".join(L) + "\n"
-    region = env.get("bw_region") or 0
-    p(f"Separate runs, stock then rxe-kvfix (not interleaved), loopback on rxe0 over a dummy netdev, "
-      f"MB/s = 10^6 B/s, {env.get('reps')} runs each ({env.get('reps_1g')} for 1 GiB messages). "
-      f"rxe-verify `run -m full --msg-size MSG` over a {size_text(region) if region else '?'} region: one "
-      "work request at a time, the clock running only around post+completion, the data checks not counted. "
-      "perftest `ib_write_bw` / `ib_read_bw -s MSG -n ITERS` (the same bytes): up to 128 requests in flight, "
-      "no data checked; it prints MiB/s, converted here; it registers 2 × the message size, so 1 GiB "
-      "messages need a 2 GiB MR, which stock cannot register.")
-    p("")
-    p("| message | op | module | rxe-verify MB/s | perftest MB/s | rxe-verify/perftest |")
-    p("|---|---|---|---|---|---|")
-    tr = {(r["module"], r["msg"], r["op"]): r["ratio"] for r in der["bandwidth_rxe_verify_over_perftest"]}
-    for msg in sorted(set(bw.get("stock", {})) | set(bw.get("fixed", {})), key=size_bytes):
-        for op in ("write", "read"):
-            for m in ("stock", "fixed"):
-                t = (bw.get(m) or {}).get(msg) or {}
-                rv, pt = (t.get("rxe-verify") or {}).get(op), (t.get("perftest") or {}).get(op)
-                pt_txt = fmt_stats(pt, prec=1)
-                if pt is None and m == "stock" and size_bytes(msg) >= GIB:
-                    pt_txt = "n/a (2 GiB MR)"
-                elif pt is None and size_bytes(msg) >= GIB and not env.get("perftest_1g", True):
-                    pt_txt = "not run (bench_perftest_1g=0)"
-                p(f"| {size_text(size_bytes(msg))} | {op.upper()} | {MOD_NAME[m]} | {fmt_stats(rv, prec=1)} | {pt_txt} | "
-                  f"{fmt_ratio(tr.get((m, size_bytes(msg), op)))} |")
-    p("")
-    p("rxe-kvfix against stock (ratio of medians; 'within noise' when the two ranges overlap):")
-    p("")
-    p("| message | tool | op | rxe-kvfix/stock | stock run-to-run spread | verdict |")
-    p("|---|---|---|---|---|---|")
-    for c in der["bandwidth_fixed_vs_stock"]:
-        sp = "–" if c.get("stock_spread") is None else f"{c['stock_spread']:.0%}"
-        p(f"| {c['msg_text']} | {c['tool']} | {c['op'].upper()} | {fmt_ratio(c.get('ratio'))} | {sp} | {c['verdict']} |")
-    p("")
+    plot("bw.png", "bandwidth: rxe-verify against perftest per pair")
     return "\n".join(L) + "\n"
 
 

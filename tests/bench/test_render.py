@@ -53,6 +53,9 @@ class Stats(unittest.TestCase):
         self.assertTrue(bs.ratio_verdict([0.5, 0.6])["verdict"].startswith("too few pairs"))
         self.assertEqual(bs.ratio_verdict([])["verdict"], "no pairs")
         self.assertEqual(bs.ratio_verdict([0.5, 0.7, 0.9])["median"], 0.7)
+        # a bandwidth ratio (rxe-verify/perftest MiB/s) names the tool, not the module
+        self.assertEqual(bs.ratio_verdict([1.4, 1.6, 2.0], below="rxe-verify slower", above="rxe-verify faster")["verdict"],
+                         "excludes 1.0 (rxe-verify faster)")
 
     def test_targets(self):
         self.assertEqual(bs.target_upper(0.8, 1.0, 1.05), "met")
@@ -162,8 +165,17 @@ class Render(unittest.TestCase):
         res = self.collect()
         (row,) = res["bandwidth_pairs"]
         self.assertEqual((row["msg_text"], row["op"], row["ratio"]["n"]), ("64 KiB", "write", 3))
+        self.assertEqual(row["ratio"]["verdict"], "excludes 1.0 (rxe-verify faster)")
         bw = [x for x in res["targets"] if "rxe-verify/perftest" in x["target"]][0]
         self.assertEqual(bw["verdict"], "met")
+
+    def test_no_bw_pairs_leaves_the_bandwidth_target_undecided(self):
+        res = self.collect()
+        self.assertEqual(res["schema_version"], 3)
+        self.assertNotIn("bandwidth", res)
+        bw = [x for x in res["targets"] if "rxe-verify/perftest" in x["target"]][0]
+        self.assertEqual(bw["verdict"], "undecided")
+        self.assertIn("no bw-pairs.tsv", bw["why"])
 
     def test_bw_sh_columns_and_full_span(self):
         # guest/bw.sh writes further columns after the six, and bw-span.tsv in the full form
