@@ -57,7 +57,7 @@ PARTS=${3:-reg,bw,frag}
 [[ ,$PARTS, =~ ^,((reg|bw|frag),)+$ ]] || { echo "bench.sh: PARTS must be a comma list of reg, bw and frag, not '$PARTS'" >&2; exit 2; }
 part() { [[ ,$PARTS, == *,$1,* ]]; }
 FRAG=${RXE_FRAGMENT:-/usr/local/bin/rxe-fragment}
-FRAG_PID='' FRAG_TOPUPS=0
+FRAG_PID=''
 
 # shellcheck disable=SC2317  # the EXIT trap
 cleanup() { [[ -z $FRAG_PID ]] || kill -TERM "$FRAG_PID" 2>/dev/null || true; }
@@ -222,33 +222,12 @@ fi
 
 # ============================================================= 3. the fragmented guest
 if part frag; then
-	# frag_topup: ask the fragmenter (SIGUSR2) to take the free blocks of order >= 9 that
-	# appeared since, and wait for its "topup N done" line
-	frag_topup() {
-		local n=$((FRAG_TOPUPS + 1))
-		kill -USR2 "$FRAG_PID" 2>/dev/null || return 1
-		for _ in $(seq 600); do
-			if grep -q "^fragment: topup $n done" "$OUT/frag-fragment.log"; then
-				FRAG_TOPUPS=$n
-				return 0
-			fi
-			sleep 0.1
-		done
-		return 1
-	}
 	kv t_frag_start "$(now)"
 	t_start "$K bench frag: rxe-fragment fragments memory and holds it"
 	if [[ ! -x $FRAG ]]; then
 		t_skip "$FRAG missing (the host could not build tests/vm/tools/fragment.c with gcc -static): no fragmented figures"
 	else
-		"$FRAG" --leave 120 >"$OUT/frag-fragment.log" 2>&1 &
-		FRAG_PID=$!
-		for _ in $(seq 600); do
-			grep -q 'fragment: ready' "$OUT/frag-fragment.log" && break
-			kill -0 "$FRAG_PID" 2>/dev/null || break
-			sleep 1
-		done
-		if grep -q 'fragment: ready' "$OUT/frag-fragment.log"; then
+		if rxe_frag_start "$OUT/frag-fragment.log"; then
 			t_pass
 			grep -E '^fragment: (filling|holding|topup 0)' "$OUT/frag-fragment.log" | sed 's/^/     /'
 			for ((r = 1; r <= FRAG_ROUNDS; r++)); do
@@ -264,7 +243,7 @@ if part frag; then
 				for size in $FRAG_SIZES; do
 					f=$OUT/frag-r$rr-$mod-$size
 					files+=("$f")
-					frag_topup || echo "     (the fragmenter did not confirm top-up $((FRAG_TOPUPS + 1)))"
+					rxe_frag_topup || echo "     (the fragmenter did not confirm top-up $((FRAG_TOPUPS + 1)))"
 					cp /proc/vmstat "$f.vmstat0"
 					churn "$f" "$size" --count 1 --force || true
 					cp /proc/vmstat "$f.vmstat1"
@@ -278,9 +257,7 @@ if part frag; then
 		else
 			t_fail "no 'ready' within 600 s: $(tail -n2 "$OUT/frag-fragment.log" | tr '\n' ' ')"
 		fi
-		kill -TERM "$FRAG_PID" 2>/dev/null || true
-		wait "$FRAG_PID" 2>/dev/null || true
-		FRAG_PID=''
+		rxe_frag_stop
 		t_check "$K bench frag: the fragmenter released everything" grep -q 'buddyinfo released' "$OUT/frag-fragment.log"
 	fi
 	kv t_frag_end "$(now)"

@@ -341,3 +341,47 @@ rxe_check_dmesg() {
 	hits=$(dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace' || true)
 	[[ -z $hits ]] || rxe_fail "kernel log has warnings/oopses: $(echo "$hits" | head -n 5)"
 }
+
+# --- the fragmenter (tests/vm/tools/fragment.c, /usr/local/bin/rxe-fragment) ----
+# Shared by stress.sh and bench.sh. State: FRAG_PID (empty when not running),
+# FRAG_LOG (its output) and FRAG_TOPUPS (top-ups it confirmed).
+#
+# rxe_frag_start LOG: start it in the background (it fills memory, then holds one
+# mlocked page in every 2 MiB block) and wait up to 600 s for its "ready" line;
+# 1 when it exited or never got ready (then it is stopped again).
+rxe_frag_start() {
+	FRAG_LOG=$1 FRAG_TOPUPS=0
+	"${RXE_FRAGMENT:-/usr/local/bin/rxe-fragment}" --leave 120 >"$FRAG_LOG" 2>&1 &
+	FRAG_PID=$!
+	for _ in $(seq 600); do
+		grep -q 'fragment: ready' "$FRAG_LOG" && return 0
+		kill -0 "$FRAG_PID" 2>/dev/null || break
+		sleep 1
+	done
+	grep -q 'fragment: ready' "$FRAG_LOG" && return 0
+	rxe_frag_stop
+	return 1
+}
+
+# rxe_frag_topup: ask it (SIGUSR2) to take the free blocks of order >= 9 that appeared
+# since, and wait up to 60 s for its "topup N done" line
+rxe_frag_topup() {
+	local n=$((FRAG_TOPUPS + 1))
+	kill -USR2 "$FRAG_PID" 2>/dev/null || return 1
+	for _ in $(seq 600); do
+		if grep -q "^fragment: topup $n done" "$FRAG_LOG"; then
+			FRAG_TOPUPS=$n
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# rxe_frag_stop: stop it (it frees everything and logs "buddyinfo released")
+rxe_frag_stop() {
+	[[ -n ${FRAG_PID:-} ]] || return 0
+	kill -TERM "$FRAG_PID" 2>/dev/null || true
+	wait "$FRAG_PID" 2>/dev/null || true
+	FRAG_PID=''
+}

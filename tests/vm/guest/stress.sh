@@ -123,21 +123,7 @@ echo "     guest: $(awk '/^MemTotal:/ {print $2 " KiB"}' /proc/meminfo), $(nproc
 dmesg -C
 
 # --- 1. fragmentation -------------------------------------------------------------
-FRAG_TRIES=3 FRAG_TOPUPS=0
-# frag_topup: ask the fragmenter (SIGUSR2) to take the free blocks of order >= 9 that
-# appeared since, and wait for its "topup N done" line
-frag_topup() {
-	local n=$((FRAG_TOPUPS + 1))
-	kill -USR2 "$FRAG_PID" 2>/dev/null || return 1
-	for _ in $(seq 600); do
-		if grep -q "^fragment: topup $n done" "$OUT/stress-fragment.log"; then
-			FRAG_TOPUPS=$n
-			return 0
-		fi
-		sleep 0.1
-	done
-	return 1
-}
+FRAG_TRIES=3
 # vmstat_delta BEFORE: the reclaim/compaction counters of /proc/vmstat that moved since
 vmstat_delta() {
 	awk 'NR == FNR { b[$1] = $2; next }
@@ -153,7 +139,7 @@ frag_attempt() {
 	local name=$1 size=$2 try
 	shift 2
 	for ((try = 1; try <= FRAG_TRIES; try++)); do
-		frag_topup || echo "     (the fragmenter did not confirm top-up $((FRAG_TOPUPS + 1)))"
+		rxe_frag_topup || echo "     (the fragmenter did not confirm top-up $((FRAG_TOPUPS + 1)))"
 		cp /proc/vmstat "$OUT/stress-$name-try$try.vmstat0"
 		FA_FILE=$(ch "$name-try$try" -s "$size" --count 1 --force "$@")
 		FA_VMSTAT=$(vmstat_delta "$OUT/stress-$name-try$try.vmstat0")
@@ -192,18 +178,10 @@ part_frag() {
 		t_skip "$FRAG missing (the host could not build tests/vm/tools/fragment.c with gcc -static)"
 		return
 	fi
-	"$FRAG" --leave 120 >"$OUT/stress-fragment.log" 2>&1 &
-	FRAG_PID=$! FRAG_TOPUPS=0
-	for _ in $(seq 600); do
-		grep -q 'fragment: ready' "$OUT/stress-fragment.log" && break
-		kill -0 "$FRAG_PID" 2>/dev/null || break
-		sleep 1
-	done
-	if grep -q 'fragment: ready' "$OUT/stress-fragment.log"; then
+	if rxe_frag_start "$OUT/stress-fragment.log"; then
 		t_pass
 	else
 		t_fail "no 'ready' within 600 s: $(tail -n2 "$OUT/stress-fragment.log" | tr '\n' ' ')"
-		kill -TERM "$FRAG_PID" 2>/dev/null; wait "$FRAG_PID" 2>/dev/null; FRAG_PID=''
 		return
 	fi
 	sed 's/^/     /' "$OUT/stress-fragment.log"
@@ -277,9 +255,7 @@ part_frag() {
 	if ((reached_fixed > 0)); then t_pass; else t_fail "no size did, the fragmented state was not reached: $figs"; fi
 	echo "     the fragmenter's top-ups:"
 	grep '^fragment: topup' "$OUT/stress-fragment.log" | sed 's/^/       /'
-	kill -TERM "$FRAG_PID" 2>/dev/null
-	wait "$FRAG_PID" 2>/dev/null
-	FRAG_PID=''
+	rxe_frag_stop
 	t_check "$K stress frag: the fragmenter released everything" grep -q 'buddyinfo released' "$OUT/stress-fragment.log"
 	dmesg_part frag
 	part_end frag
