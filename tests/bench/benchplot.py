@@ -69,8 +69,8 @@ def plot_reg(res, path, term):
     s = term + "\n" + f'set output "{path}"\n'
     for m in ("stock", "fixed"):
         s += _block(f"p{m}", pts[m] or [("NaN", "NaN")]) + _block(f"m{m}", med[m] or [("NaN", "NaN")])
-    s += ('set title "Registration cost: seconds per GiB against MR size (each point one round\'s median; '
-          'lines: median of the rounds)"\n'
+    s += ('set title "Registration cost: seconds per GiB against MR size (a point: one round\'s median, '
+          'past 1 GiB one registration; lines: their medians)"\n'
           'set logscale x 2\nset logscale y\nset xlabel "MR size (MiB)"\nset ylabel "seconds per GiB (ibv_reg_mr)"\n'
           'set xtics ("64" 64, "128" 128, "256" 256, "512" 512, "1024" 1024, "2048" 2048, "4096" 4096, "8192" 8192)\n'
           'set grid\nset key bottom left box opaque\n')
@@ -78,7 +78,8 @@ def plot_reg(res, path, term):
     s += f"set xrange [45:{top * 1.35:.0f}]\n"
     if reg["fixed_only"]:
         s += ('set arrow from 1024*1.3, graph 0 to 1024*1.3, graph 1 nohead dt 2 lc rgb "#888888"\n'
-              'set label "right of this line: rxe-kvfix only (stock: order > 10)" at 1024*1.4, graph 0.06 tc rgb "#666666"\n')
+              'set label "rxe-kvfix only ->" right at 1024*1.25, graph 0.95 tc rgb "#666666"\n'
+              'set label "(stock: order > 10)" right at 1024*1.25, graph 0.91 tc rgb "#666666"\n')
     s += ("plot " + ", ".join(
         [f'$p{m} using 1:2 with points {MOD_STYLE[m]} title "{MOD_NAME[m]}, per round"' for m in ("stock", "fixed")] +
         [f'$m{m} using 1:2 with lines {MOD_STYLE[m].split(" pt")[0]} lw 2 title "{MOD_NAME[m]}, median"' for m in ("stock", "fixed")]) + "\n")

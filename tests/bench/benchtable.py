@@ -73,8 +73,8 @@ def markdown(res, plots, notes_path):
     p("# rxe-kvfix benchmarks: stock rdma_rxe beside rxe-kvfix")
     p("")
     p(f"{res.get('form')} form, {env.get('date_start')}, kernel {env.get('kernel')}, QEMU/TCG guest on a "
-      f"shared {env.get('host_nproc')}-core host, host 1-minute load during the boot "
-      + (f"{hl['median']:.2f} median ({hl['min']:.2f}–{hl['max']:.2f}, {hl['n']} samples)" if hl else
+      f"{env.get('host_nproc')}-core host, host 1-minute load during the boot "
+      + (f"{hl['median']:.2f} median ({hl['min']:.2f}–{hl['max']:.2f}, {hl['n']} samples; the guest alone keeps it near 1)" if hl else
          f"start {env['host_loadavg'].get('start')}, end {env['host_loadavg'].get('end')}") + ".")
     p("")
     p("## Targets")
@@ -92,7 +92,7 @@ def markdown(res, plots, notes_path):
     p("Regenerate: `make bench` (the full form; CI runs the short form in `tests/vm/scenarios --only bench`). "
       "This file, `results.json` and the plots were written by `tests/bench/render` from one guest boot.")
     p("")
-    p(f"**All figures were measured under {env.get('emulation')}** on a shared {env.get('host_nproc')}-core host "
+    p(f"**All figures were measured under {env.get('emulation')}** on a {env.get('host_nproc')}-core host "
       f"({env.get('host_cpu_model')}), not on hardware: absolute times and bandwidths are those of an emulated CPU "
       "and only the comparisons (same guest, same boot, same commands, interleaved) carry over.")
     p("")
