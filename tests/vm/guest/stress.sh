@@ -84,13 +84,16 @@ kmem_line() { # registered/after deltas in KiB
 	cj "$1" '"; ".join("%s %s: %s" % (w, k, ("%+d KiB" % (v // 1024)) if v is not None else "n/a") for w, d in (("registered", j["kernel_memory"]["registered_minus_baseline"]), ("after", j["kernel_memory"]["after_minus_baseline"])) if d for k, v in d.items())'
 }
 # back_to_baseline FILE: Slab, VmallocUsed and vmallocinfo (where the page array lives)
-# within 1 MiB of the baseline; MemFree not more than 4 MiB below it: it grows by itself
-# when caches shrink, and pages parked on the per-CPU free lists are not in MemFree
-# (measured: -1.3 MiB after 10 x 1 GiB with traffic, Slab +0.5 MiB). A leaked page
-# array is 4 MiB per GiB per iteration, far above either bound.
+# within 1 MiB of the baseline: one leaked array (4 MiB per GiB) shows there. MemFree
+# not more than 64 MiB below it, for what does not live there (pinned pages that stay
+# pinned: the whole region): MemFree moves by itself, caches shrink and grow and pages
+# sit on per-CPU lists. Measured: -1.3 MiB after 10 x 1 GiB with traffic (Slab +0.5 MiB);
+# -12.3 MiB after 100 x 2 GiB run right after the fragmenter released 5.6 GiB (it rose
+# 24 MiB while the MR was registered; Slab +16 KiB, VmallocUsed -24 KiB): the 4 MiB
+# bound this had failed there (CI, 2026-12-01).
 back_to_baseline() {
 	local d=$1 v
-	v=$(cj "$d" "' '.join('%s=%s' % (k, v) for k, v in j['kernel_memory']['after_minus_baseline'].items() if v is None or (v < -4 * $MIB if k == 'mem_free' else abs(v) > $MIB))")
+	v=$(cj "$d" "' '.join('%s=%s' % (k, v) for k, v in j['kernel_memory']['after_minus_baseline'].items() if v is None or (v < -64 * $MIB if k == 'mem_free' else abs(v) > $MIB))")
 	[[ -z $v ]] || { echo "after minus baseline (bytes): $v"; return 1; }
 }
 
@@ -275,7 +278,7 @@ part_churn() {
 	fi
 	echo "     2 GiB x $N_CHURN: $(fig "$f")"
 	echo "     $(kmem_line "$f")"
-	t_check "$K rxe-kvfix churn 2 GiB: Slab/VmallocUsed/vmallocinfo back to baseline within 1 MiB, MemFree within 4 MiB" back_to_baseline "$f"
+	t_check "$K rxe-kvfix churn 2 GiB: Slab/VmallocUsed/vmallocinfo back to baseline within 1 MiB, MemFree within 64 MiB" back_to_baseline "$f"
 	t_start "$K rxe-kvfix churn: 1 GiB x $N_TRAFFIC with a verified WRITE/READ pass between registrations"
 	f=$(ch fixed-churn-1G-traffic -s 1G --count "$N_TRAFFIC" --traffic)
 	if [[ $(cat "$f.rc") == 0 && $(cj "$f" "j['completed'] == $N_TRAFFIC and all(i['traffic']['result'] == 'pass' for i in j['iterations'])") == true ]]; then
@@ -285,7 +288,7 @@ part_churn() {
 	fi
 	echo "     1 GiB x $N_TRAFFIC with traffic: $(fig "$f")"
 	echo "     $(kmem_line "$f")"
-	t_check "$K rxe-kvfix churn 1 GiB with traffic: Slab/VmallocUsed/vmallocinfo back to baseline within 1 MiB, MemFree within 4 MiB" back_to_baseline "$f"
+	t_check "$K rxe-kvfix churn 1 GiB with traffic: Slab/VmallocUsed/vmallocinfo back to baseline within 1 MiB, MemFree within 64 MiB" back_to_baseline "$f"
 	dmesg_part churn
 	part_end churn
 }
