@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli.hpp"
+#include "test_paths.hpp"
 
 namespace {
 struct Out {

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <string>
 
+#include "test_paths.hpp"
+
 // The whole text of tests/unit/data/<name>; "" when it does not exist.
 inline std::string data(const char* name) {
   std::ifstream in(std::string(RXE_TEST_DATA) + "/" + name);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "../fuzz/oob_harness.hpp"
+#include "test_paths.hpp"
 
 using namespace rxv;
 using nlohmann::json;

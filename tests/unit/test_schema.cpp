@@ -15,6 +15,7 @@
 #include "app_fixtures.hpp"
 #include "fake_host.hpp"
 #include "fake_verbs.hpp"
+#include "test_paths.hpp"
 
 using namespace rxv;
 using rxv::testing::FakeControl;
