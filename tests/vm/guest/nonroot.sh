@@ -14,6 +14,8 @@
 #   - a limits.d drop-in, then a new login session (runuser -l, through pam_limits) still
 #     started from a 64 KiB parent: 1 GiB + 16 B passes on rxe-kvfix, fails with the
 #     metadata diagnosis (rxe_metadata_order) on stock
+#   - on rxe-kvfix, in that login session on a terminal (tmux): the full span of 1 GiB + 16 B
+#     shows its progress bar and ends with the verdict (screens captured, issue 13)
 #   - /dev/infiniband/uverbs0 made 0600: the user's run is device_access, not memlock
 # The boot check's unit (rxe-verify-boot.service, as installed in this root) states its
 # memlock: LimitMEMLOCK=infinity and no User= (root, which has CAP_IPC_LOCK besides).
@@ -65,6 +67,42 @@ perftest_mr() {
 	as_user "$lim" timeout 60 ib_write_bw -d rxe0 -x "$gid" -s "$size" -n 5 127.0.0.1 >"$log.client" 2>&1
 	wait "$spid"
 	grep -h "Couldn't allocate MR" "$log.server" "$log.client" | head -n1 | grep -q .
+}
+
+# tty_progress: the progress display as a user sees it (issue 13). In the user's login
+# session (the limits.d drop-in in place), a detached tmux of 100x24 runs the full span
+# of SIZE without --json; its screen is captured every 2 s while it runs. Every distinct
+# screen goes to OUT/nonroot-fixed-tty-screens.txt with its time. Passes when screens
+# in the middle show the bar ("LABEL [#####.....]  NN% Ns") at two or more different
+# percentages, and the last screen has the report's verdict, exit 0 and no bar left.
+tty_progress() {
+	local scr=$OUT/nonroot-fixed-tty-screens.txt t0=$SECONDS snap last='' bars fin
+	t_start "$K nonroot fixed: on a terminal (tmux 100x24, $U's login session) the full span of $SIZE B shows its progress bar, then the verdict"
+	if ! command -v tmux >/dev/null; then
+		t_skip "tmux is not installed in this root: the progress display was NOT seen"
+		return
+	fi
+	: >"$scr"
+	login_user "tmux -L rxv new-session -d -s rxv -x 100 -y 24 '$RV run -d rxe0 -s $SIZE -m full; echo rxe-verify exit \$?; sleep 900'"
+	while ((SECONDS - t0 < 900)); do
+		snap=$(runuser -u "$U" -- tmux -L rxv capture-pane -p -t rxv 2>/dev/null) || break
+		if [[ $snap != "$last" ]]; then
+			printf -- '--- screen at %d s\n%s\n' "$((SECONDS - t0))" "$snap" >>"$scr"
+			last=$snap
+		fi
+		grep -q '^rxe-verify exit' <<<"$snap" && break
+		sleep 2
+	done
+	runuser -u "$U" -- tmux -L rxv kill-server 2>/dev/null || true
+	bars=$(grep -oE '\[[#.]{30}\] +[0-9]+%' "$scr" | grep -oE '[0-9]+%$' | sort -u | wc -l)
+	fin=$(printf '%s\n' "$last" | grep -E '^(verdict: |rxe-verify exit )' | tr '\n' ' ')
+	echo "     $((SECONDS - t0)) s; $(grep -c '^--- screen' "$scr") distinct screens, the bar at $bars different percentages; last screen: $fin"
+	grep -m2 -E '\[[#.]{30}\] +[0-9]+%' "$scr" | sed 's/^/     mid-run: /'
+	if ((bars >= 2)) && [[ $fin == *'verdict: pass '*'rxe-verify exit 0 '* ]] && ! grep -qE '\[[#.]{30}\]' <<<"$last"; then
+		t_pass
+	else
+		t_fail "screens in $scr: $bars bar percentages; last screen: $(printf '%s' "$last" | tr '\n' '|' | head -c 300)"
+	fi
 }
 
 # memlock_checks LIMIT_BYTES: run and doctor at that limit
@@ -134,6 +172,7 @@ for PHASE in stock fixed; do
 		else
 			t_fail "exit $rc: $(head -c 300 "$f.err") $(jget "$f.json" 'r.get("diagnosis")')"
 		fi
+		tty_progress
 	else
 		t_start "$K nonroot stock: the login session fails $SIZE B with the metadata diagnosis, not memlock"
 		if [[ $rc == 1 && $(jget "$f.json" '(r.get("diagnosis") or {}).get("cause") == "rxe_metadata_order"') == true ]]; then
