@@ -88,7 +88,7 @@ TREE_FILES := dkms.conf kmod/rxe-kvfix-prepare kmod/rxe-kvfix-postbuild kmod/rxe
 
 check-tree:
 	@for f in $(TREE_FILES); do [[ -f "$(CURDIR)/$$f" ]] || { \
-		echo "make: $(CURDIR) has no $$f (a partial copy of rxe-kvfix); copy the whole tree: git clone it, or unpack make dist's tarball" >&2; exit 1; }; done
+		echo "make: $(CURDIR) has no $$f (a partial copy of rxe-kvfix); use the whole tree: git clone it, or unpack make dist's tarball" >&2; exit 1; }; done
 	@why=$$(. kmod/rxe-kvfix-lib.sh && rxe_kvfix_versions_agree "$(CURDIR)") || { \
 		echo "make: $$why; write the same version in both (META is the version's source)" >&2; exit 1; }
 
@@ -106,9 +106,9 @@ $(DKMS_SRC): check-tree dkms.conf META $(wildcard kmod/* patches/*/*.patch)
 
 dkms-src: $(DKMS_SRC)
 
-# dkms is checked before the source tree is copied to /usr/src, so a host
-# without it is left as it was.
-dkms-install:
+# The tree, dkms and another registered version are checked before the source
+# tree is copied to /usr/src, so a refused host is left as it was.
+dkms-install: check-tree
 	@command -v dkms >/dev/null || { echo "make: dkms is not installed; apt install dkms (Debian) or dnf install dkms (Fedora)" >&2; exit 1; }
 	@other=$$(dkms status -m $(PACKAGE) 2>/dev/null | sed -n 's|^$(PACKAGE)/\([^,:]*\)[,:].*|\1|p' | grep -vFx '$(VERSION)' | head -n1) || true; \
 	[[ -z $$other ]] || { echo "make: $(PACKAGE) $$other is already registered with DKMS; remove it first (dkms remove $(PACKAGE)/$$other --all), then run make dkms-install again" >&2; exit 1; }
