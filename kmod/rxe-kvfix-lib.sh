@@ -83,6 +83,13 @@ rxe_kvfix_versions_agree() {
 	return 1
 }
 
+# rxe_kvfix_set_version DIR VERSION: what a release does to the version, in the
+# tree DIR: META's Version and dkms.conf's PACKAGE_VERSION both become VERSION.
+rxe_kvfix_set_version() {
+	sed -i "s/^Version:.*/Version:       $2/" "$1/META" &&
+		sed -i "s/^PACKAGE_VERSION=.*/PACKAGE_VERSION=\"$2\"/" "$1/dkms.conf"
+}
+
 # --- one pipeline for kmod/rxe-kvfix-prepare (the package's build) and
 # patches/validate (a reviewer's tree): the series' patches, applied to a copy of
 # drivers/infiniband/sw/rxe, and that copy made a kbuild directory for rdma_rxe.

@@ -218,8 +218,7 @@ if run make -C "$SRC" dkms-install KVER="$PK" && ours "$PK"; then t_pass; else f
 t_start "$ROOTNAME: make dkms-install of a second version while $VER is installed: one line, nothing changed"
 second=/tmp/rxe-kvfix-second
 rm -rf "$second" && cp -a "$SRC" "$second"
-sed -i 's/^Version:.*/Version:       9.9.8/' "$second/META"
-sed -i 's/^PACKAGE_VERSION=.*/PACKAGE_VERSION="9.9.8"/' "$second/dkms.conf"
+rxe_kvfix_set_version "$second" 9.9.8
 before=$(dkms status; ls /usr/src /var/lib/dkms/"$M")
 rc=0
 err=$(make -s -C "$second" dkms-install KVER="$PK" 2>&1 >/dev/null | grep -Ev '^make(\[[0-9]+\])?: \*\*\*') || rc=$?
