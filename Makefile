@@ -46,7 +46,7 @@ ifneq ($(SRPM),)
 PREPARE_ARGS += --srpm $(SRPM)
 endif
 
-.PHONY: all module install uninstall dkms-src dkms-install dkms-remove validate-patch \
+.PHONY: all module install uninstall check-tree dkms-src dkms-install dkms-remove validate-patch \
 	userspace dist rpm deb demo bench check check-quick clean help
 
 all: module
@@ -79,17 +79,23 @@ uninstall:
 	rmdir "$(MODDIR)" 2>/dev/null || true
 	@if [[ -z "$(DESTDIR)" ]]; then depmod -a "$(KVER)"; fi
 
-# dkms.conf is generated (not tracked): dkms.conf.in with META's Version.
-# It stays in the checkout too, where dh_dkms reads it (debian/*.dkms).
-dkms.conf: dkms.conf.in META
-	sed 's/@VERSION@/$(VERSION)/g' $< >$@.tmp
-	@! grep -n '@[A-Z_]*@' $@.tmp || { echo "make: $@: placeholders left unset (above)" >&2; rm -f $@.tmp; exit 1; }
-	mv $@.tmp $@
+# dkms.conf is committed (a clone is a DKMS tree: `dkms add .`) and writes its
+# PACKAGE_VERSION literally; META is the version's source, so every target that
+# ships or registers the tree first checks that the two agree, and that the tree
+# is whole (kmod/ is what DKMS runs: a partial copy fails late and obscurely).
+TREE_FILES := dkms.conf kmod/rxe-kvfix-prepare kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck \
+	kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c
+
+check-tree:
+	@for f in $(TREE_FILES); do [[ -f "$(CURDIR)/$$f" ]] || { \
+		echo "make: $(CURDIR) has no $$f (a partial copy of rxe-kvfix); use the whole tree: git clone it, or unpack make dist's tarball" >&2; exit 1; }; done
+	@why=$$(. kmod/rxe-kvfix-lib.sh && rxe_kvfix_versions_agree "$(CURDIR)") || { \
+		echo "make: $$why; write the same version in both (META is the version's source)" >&2; exit 1; }
 
 # The DKMS source tree: dkms.conf, META (kmod/rxe-kvfix-prepare reads the
 # version from it), what the build runs of kmod/ (not the test matrix kernels.tsv)
 # and patches/ only.
-$(DKMS_SRC): dkms.conf META $(wildcard kmod/* patches/*/*.patch)
+$(DKMS_SRC): check-tree dkms.conf META $(wildcard kmod/* patches/*/*.patch)
 	rm -rf "$(DKMS_SRC)"
 	install -d "$(DKMS_SRC)/kmod" "$(DKMS_SRC)/patches/mainline" "$(DKMS_SRC)/patches/stable"
 	install -m 0644 dkms.conf META "$(DKMS_SRC)/"
@@ -100,10 +106,12 @@ $(DKMS_SRC): dkms.conf META $(wildcard kmod/* patches/*/*.patch)
 
 dkms-src: $(DKMS_SRC)
 
-# dkms is checked before the source tree is copied to /usr/src, so a host
-# without it is left as it was.
-dkms-install:
+# The tree, dkms and another registered version are checked before the source
+# tree is copied to /usr/src, so a refused host is left as it was.
+dkms-install: check-tree
 	@command -v dkms >/dev/null || { echo "make: dkms is not installed; apt install dkms (Debian) or dnf install dkms (Fedora)" >&2; exit 1; }
+	@other=$$(dkms status -m $(PACKAGE) 2>/dev/null | sed -n 's|^$(PACKAGE)/\([^,:]*\)[,:].*|\1|p' | grep -vFx '$(VERSION)' | head -n1) || true; \
+	[[ -z $$other ]] || { echo "make: $(PACKAGE) $$other is already registered with DKMS; remove it first (dkms remove $(PACKAGE)/$$other --all), then run make dkms-install again" >&2; exit 1; }
 	@$(MAKE) --no-print-directory dkms-src >/dev/null
 	@if ! dkms status -m $(PACKAGE) -v $(VERSION) | grep -q .; then dkms add -m $(PACKAGE) -v $(VERSION); fi
 	@rc=0; dkms install -m $(PACKAGE) -v $(VERSION) -k "$(KVER)" || rc=$$?; \
@@ -129,7 +137,7 @@ DIST_DIR ?= $(CURDIR)/_build/dist
 DIST_TARBALL := $(DIST_DIR)/$(PACKAGE)-$(VERSION).tar.gz
 PKG_DIR ?= $(CURDIR)/_build/pkg
 
-dist:
+dist: check-tree
 	@git -C "$(CURDIR)" rev-parse --git-dir >/dev/null 2>&1 || { echo "make: dist needs a git checkout of rxe-kvfix (it ships the files git tracks)" >&2; exit 1; }
 	@mkdir -p "$(DIST_DIR)"
 	@git -C "$(CURDIR)" ls-files -z | (cd "$(CURDIR)" && xargs -0 -r ls -d -- 2>/dev/null | tr '\n' '\0') | \
@@ -164,4 +172,4 @@ check-quick:
 	tests/run-all --quick
 
 clean:
-	rm -rf _build "$(CMAKE_BUILD_DIR)" dkms.conf
+	rm -rf _build "$(CMAKE_BUILD_DIR)"

@@ -69,6 +69,27 @@ rxe_kvfix_meta() { # FIELD [FILE]
 # checkout, an unpacked tarball or a DKMS tree; default: this library's own).
 rxe_kvfix_meta_version() { rxe_kvfix_meta Version "${1:+$1/META}"; }
 
+# rxe_kvfix_versions_agree [DIR]: DIR/dkms.conf's PACKAGE_VERSION (written out
+# literally, for dh_dkms and for DKMS, which sources the file from the caller's
+# directory) is META's Version. If not, prints on stdout which file says what and
+# returns 1. DIR: a checkout, an unpacked tarball or a DKMS tree (default: this
+# library's own).
+rxe_kvfix_versions_agree() {
+	local dir=${1:-$RXE_KVFIX_LIB_DIR/..} conf meta
+	conf=$(sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}[[:space:]]*$/\1/p' "$dir/dkms.conf" 2>/dev/null | head -n1)
+	meta=$(rxe_kvfix_meta Version "$dir/META" 2>/dev/null) || true
+	if [[ $conf == "$meta" && -n $meta ]]; then return 0; fi
+	printf '%s/dkms.conf says PACKAGE_VERSION "%s" but %s/META says Version %s\n' "$dir" "$conf" "$dir" "${meta:-(none)}"
+	return 1
+}
+
+# rxe_kvfix_set_version DIR VERSION: what a release does to the version, in the
+# tree DIR: META's Version and dkms.conf's PACKAGE_VERSION both become VERSION.
+rxe_kvfix_set_version() {
+	sed -i "s/^Version:.*/Version:       $2/" "$1/META" &&
+		sed -i "s/^PACKAGE_VERSION=.*/PACKAGE_VERSION=\"$2\"/" "$1/dkms.conf"
+}
+
 # --- one pipeline for kmod/rxe-kvfix-prepare (the package's build) and
 # patches/validate (a reviewer's tree): the series' patches, applied to a copy of
 # drivers/infiniband/sw/rxe, and that copy made a kbuild directory for rdma_rxe.

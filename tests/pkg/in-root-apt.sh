@@ -83,9 +83,11 @@ fi
 if [[ $PHASE != purge ]]; then
 	# offline: every dependency is in the root already, so apt installs exactly
 	# our two packages and nothing else (it would have to download anything more)
-	t_start "$ROOTNAME: apt-get install rxe-kvfix-dkms rxe-verify (nothing else)"
-	debs=("$DEBDIR"/rxe-kvfix-dkms_*.deb "$DEBDIR"/rxe-verify_*.deb)
-	if apt-get install -y --no-install-recommends "${debs[@]}" >>"$LOG" 2>&1 &&
+	# as README's "Install" says: apt-get install ./FILE.deb... in their directory
+	debs=()
+	for d in "$DEBDIR"/rxe-kvfix-dkms_*.deb "$DEBDIR"/rxe-verify_*.deb; do debs+=("./$(basename "$d")"); done
+	t_start "$ROOTNAME: apt-get install ${debs[*]} (nothing else)"
+	if (cd "$DEBDIR" && apt-get install -y --no-install-recommends "${debs[@]}") >>"$LOG" 2>&1 &&
 		grep -q '^0 upgraded, 2 newly installed, 0 to remove' "$LOG" &&
 		installed rxe-kvfix-dkms && installed rxe-verify; then
 		t_pass

@@ -178,9 +178,16 @@ install)
 	t_start "$F: kernel-modules of $first owns the in-tree rdma_rxe; rpm -V kernel-modules is clean"
 	if make_kernel_modules "$first" && run rpm -V kernel-modules; then t_pass; else t_fail "$(logtail)"; fi
 	names=$(rpm -qp --qf '%{NAME} ' "${rpms[@]}")
-	t_start "$F: rpm -i ${names% } (dependencies checked by rpm, no --nodeps)"
+	# as README's "Install" says: rpm -i ./FILE.rpm... in their directory
+	files=()
+	for r in "${rpms[@]}"; do files+=("./$(basename "$r")"); done
+	t_start "$F: rpm -i ${files[*]} (dependencies checked by rpm, no --nodeps)"
+	rc=0
+	cd "$RPMDIR"
+	run rpm -i "${files[@]}" || rc=$?
+	cd "$OLDPWD"
 	# shellcheck disable=SC2086  # names: one word each
-	if run rpm -i "${rpms[@]}" && rpm -q $names >/dev/null; then
+	if ((rc == 0)) && rpm -q $names >/dev/null; then
 		POST=$OUT
 		t_pass
 		grep '^rxe-kvfix-dkms:' <<<"$POST" | sed 's/^/     /'
