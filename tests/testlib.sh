@@ -120,3 +120,11 @@ t_config_arg() {
 	[[ -n ${2+x} ]] || t__config_bad "$1 needs a value (--config FILE, --set KEY=VALUE)"
 	T_CONFIG_ARGS+=("$1" "$2")
 }
+
+# --- ccache (setting ccache) ----------------------------------------------------------
+#   t_ccache_on           status 0 when the setting ccache is 1 and ccache is installed
+#   t_ccache_stats        "HITS MISSES" of the cache in $CCACHE_DIR so far
+t_ccache_on() { [[ ${RXE_CCACHE:-1} == 1 ]] && command -v ccache >/dev/null; }
+t_ccache_stats() {
+	ccache --print-stats 2>/dev/null | awk -F'\t' '$1 ~ /^(direct|preprocessed)_cache_hit$/ {h += $2} $1 == "cache_miss" {m = $2} END {print h + 0, m + 0}'
+}
