@@ -151,7 +151,7 @@ memlock_checks() {
 for PHASE in stock fixed; do
 	dmesg -C
 	load_phase "$K" "$PHASE" nonroot || continue
-	rxe_dummy_up rxe0 d0 10.77.0.1/24
+	rxe_dummy_up rxe0 d0 10.77.0.1/24 "$RXE_BULK_MTU"
 	chmod 0666 /dev/infiniband/uverbs*
 	echo "     $(ls -l /dev/infiniband/uverbs0)"
 

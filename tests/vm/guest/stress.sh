@@ -55,7 +55,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-rxe_up() { (rxe_dummy_up rxe0 d0 10.77.0.1/24) >/dev/null 2>&1; }
+rxe_up() { (rxe_dummy_up rxe0 d0 10.77.0.1/24 "$RXE_BULK_MTU") >/dev/null 2>&1; }
 rxe_down() {
 	rdma link del rxe0 2>/dev/null || true
 	ip link del d0 2>/dev/null || true
