@@ -124,7 +124,20 @@ t_config_arg() {
 # --- ccache (setting ccache) ----------------------------------------------------------
 #   t_ccache_on           status 0 when the setting ccache is 1 and ccache is installed
 #   t_ccache_stats        "HITS MISSES" of the cache in $CCACHE_DIR so far
+#   t_ccache_begin        remember them before a build (the cache $CCACHE_DIR)
+#   t_ccache_end          append "(ccache: N hits, M compiled)" to the current test's
+#                         name; nothing when t_ccache_begin was not called
 t_ccache_on() { [[ ${RXE_CCACHE:-1} == 1 ]] && command -v ccache >/dev/null; }
 t_ccache_stats() {
 	ccache --print-stats 2>/dev/null | awk -F'\t' '$1 ~ /^(direct|preprocessed)_cache_hit$/ {h += $2} $1 == "cache_miss" {m = $2} END {print h + 0, m + 0}'
+}
+T_CCACHE0=''
+t_ccache_begin() { T_CCACHE0=$(t_ccache_stats); }
+t_ccache_end() {
+	[[ -n $T_CCACHE0 ]] || return 0
+	local h0 m0 h1 m1
+	read -r h0 m0 <<<"$T_CCACHE0"
+	read -r h1 m1 < <(t_ccache_stats)
+	T_NAME+=" (ccache: $((h1 - h0)) hits, $((m1 - m0)) compiled)"
+	T_CCACHE0=''
 }
