@@ -2,29 +2,89 @@
 # rxe-kvfix-lib.sh: content checks shared by kmod/rxe-kvfix-prepare and
 # patches/validate, and the reader of META. Sourced, not executed.
 
-# Prints one of the classification tokens for an rxe_mr.c.
-classify() { # FILE
-	local f=$1 alloc
-	alloc=$(awk '/^static int __alloc_mr_page_info\(/,/^}/' "$f" | grep -E 'mr->page_info[[:space:]]*=' || true)
+# classify_why FILE: the classification of an rxe_mr.c and the line it was
+# decided on, as CLASS<TAB>LINE<TAB>SOURCE (LINE 0 and a reason in words when no
+# line decided it). This is the one place where "does this kernel need the fix"
+# is decided, by content and never by version:
+#   the assignment to mr->page_info inside __alloc_mr_page_info() names a kv*
+#   allocator -> fixed; kzalloc_objs -> affected-kzalloc_objs; kcalloc ->
+#   affected-kcalloc; kmalloc_array -> affected-kmalloc_array; anything else ->
+#   unknown. No such assignment: pages kept in the xarray mr->page_list (6.12.113
+#   and older stable kernels, 6.x before the page_info array) or in the older
+#   rxe_map tables -> unaffected; otherwise unknown.
+classify_why() { # FILE
+	local f=$1 alloc hit rule
+	alloc=$(awk '/^static int __alloc_mr_page_info\(/,/^}/ { print FNR ":" $0 }' "$f" |
+		grep -E '^[0-9]+:.*mr->page_info[[:space:]]*=' || true)
 	if [[ -n $alloc ]]; then
-		if grep -qE '\bkv(calloc|zalloc_objs|malloc_objs|zalloc|malloc_array|malloc)\b' <<<"$alloc"; then
-			echo fixed
-		elif grep -qE '\bkzalloc_objs\b' <<<"$alloc"; then
-			echo affected-kzalloc_objs
-		elif grep -qE '\bkcalloc\b' <<<"$alloc"; then
-			echo affected-kcalloc
-		elif grep -qE '\bkmalloc_array\b' <<<"$alloc"; then
-			echo affected-kmalloc_array
-		else
-			echo unknown
-		fi
-	elif grep -qE 'xa_(load|store)\(&mr->page_list' "$f"; then
-		echo unaffected
-	elif grep -qE 'mr->map\[|rxe_mr_alloc_map|struct rxe_map\b' "$f"; then
-		echo unaffected
+		for rule in 'fixed \bkv(calloc|zalloc_objs|malloc_objs|zalloc|malloc_array|malloc)\b' \
+			'affected-kzalloc_objs \bkzalloc_objs\b' 'affected-kcalloc \bkcalloc\b' \
+			'affected-kmalloc_array \bkmalloc_array\b' 'unknown .'; do
+			hit=$(grep -m1 -E "${rule#* }" <<<"$alloc") || continue
+			break
+		done
+	elif hit=$(grep -n -m1 -E 'xa_(load|store)\(&mr->page_list' "$f"); then
+		rule=unaffected
+	elif hit=$(grep -n -m1 -E 'mr->map\[|rxe_mr_alloc_map|struct rxe_map\b' "$f"); then
+		rule=unaffected
 	else
-		echo unknown
+		printf 'unknown\t0\tno assignment to mr->page_info in __alloc_mr_page_info(), no xarray page_list, no rxe_map\n'
+		return 0
 	fi
+	local line=${hit%%:*} text=${hit#*:}
+	# the source line without its indentation
+	text=${text#"${text%%[![:space:]]*}"}
+	printf '%s\t%s\t%s\n' "${rule%% *}" "$line" "$text"
+}
+
+# classify FILE: one of the classification tokens of classify_why.
+classify() { # FILE
+	local why
+	why=$(classify_why "$1")
+	printf '%s\n' "${why%%$'\t'*}"
+}
+
+# rxe_kvfix_tree_version DIR: the version a kernel tree's top Makefile says
+# (VERSION.PATCHLEVEL.SUBLEVEL plus EXTRAVERSION, e.g. 7.2.13 or 7.4.0-rc2)
+rxe_kvfix_tree_version() {
+	awk -F' *= *' '$1 == "VERSION" { v = $2 } $1 == "PATCHLEVEL" { p = $2 }
+		$1 == "SUBLEVEL" { s = $2 } $1 == "EXTRAVERSION" { e = $2 }
+		END { if (v != "") printf "%s.%s.%s%s\n", v, p, s, e }' "$1/Makefile"
+}
+
+# rxe_kvfix_status RXE_MR_C: in one line, what classify_why decided for this
+# rxe_mr.c, on which line, and what it means for the patches and the DKMS package.
+# Returns 1 when the source is of a shape nothing here knows (unknown).
+rxe_kvfix_status() { # FILE
+	local f=$1 why class line text alloc free_line series
+	why=$(classify_why "$f")
+	IFS=$'\t' read -r class line text <<<"$why"
+	alloc=$(grep -oE '\bk[a-z_]*alloc[a-z_]*\b' <<<"$text" | head -n1 || true)
+	series=$(series_for_class "$class")
+	case $class in
+	affected-kzalloc_objs | affected-kcalloc)
+		printf '%s: rxe_mr.c:%s allocates the MR page-info array with %s(), one physically contiguous block (16 B a 4 KiB page: order 11 from 1 GiB + 16 B): it needs the fix, patches/%s is its series and the DKMS package builds it [%s]\n' \
+			"$class" "$line" "$alloc" "$series" "$text" ;;
+	affected-kmalloc_array)
+		printf '%s: rxe_mr.c:%s allocates the MR page-info array with %s(), physically contiguous: no series is shipped for this shape and the DKMS package refuses it [%s]\n' \
+			"$class" "$line" "$alloc" "$text" ;;
+	fixed)
+		free_line=$(awk '/^static void free_mr_page_info\(/,/^}/ { if (index($0, "kvfree(mr->page_info)")) { print FNR; exit } }' "$f")
+		printf 'fixed: rxe_mr.c:%s allocates the MR page-info array with %s()%s: the fix has landed, nothing to apply, the DKMS package steps aside and the in-tree rdma_rxe stays [%s]\n' \
+			"$line" "$alloc" "${free_line:+ and line $free_line frees it with kvfree()}" "$text" ;;
+	unaffected)
+		if [[ $text == *page_list* ]]; then
+			printf 'unaffected: rxe_mr.c:%s keeps the MR pages in the xarray mr->page_list, there is no page-info array: nothing to apply, the DKMS package steps aside [%s]\n' "$line" "$text"
+		else
+			printf 'unaffected: rxe_mr.c:%s keeps the MR pages in the older rxe_map tables, there is no page-info array: nothing to apply, the DKMS package steps aside [%s]\n' "$line" "$text"
+		fi ;;
+	*)
+		if ((line > 0)); then
+			text="rxe_mr.c:$line assigns the MR page-info array from an allocator not known here [$text]"
+		fi
+		printf 'unknown: %s: read __alloc_mr_page_info() in rxe_mr.c (the rules: classify_why in kmod/rxe-kvfix-lib.sh)\n' "$text"
+		return 1 ;;
+	esac
 }
 
 # The fix is in place: the array comes from a kv* allocator and is freed

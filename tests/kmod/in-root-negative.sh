@@ -5,6 +5,10 @@
 # ours installed and the stock module still the one modprobe resolves.
 #
 #   in-root-negative.sh SRC
+#
+# A kernel tree at /root/linux-tree (tests/kmod/run binds there the primary
+# kernel's source with our series committed by git am) is the already-fixed
+# source of case 4; without one, case 4 patches a copy of the tarball's rxe.
 set -euo pipefail
 
 usage() { echo "Usage: in-root-negative.sh SRC"; }
@@ -102,12 +106,17 @@ expect "truncated tarball: refused" fail 'error: cannot read .*\(corrupt or trun
 mv "$TARBALL.orig" "$TARBALL"
 
 # 4. already-fixed source (our patches applied first): a clean DKMS skip
-make_tree /tmp/fixed
-for p in "$SRC"/patches/mainline/*.patch; do patch -d /tmp/fixed -p1 -s <"$p"; done
-expect "already-fixed source: dkms build skips (77)" 77 'already allocates the rxe MR page array with a kv\* allocator' \
-	env RXE_KVFIX_KERNEL_TREE=/tmp/fixed dkms build "$M/$VER" -k "$K"
-expect "already-fixed source: dkms autoinstall succeeds and skips" 0 'skipped for module\(s\) rxe-kvfix' \
-	env RXE_KVFIX_KERNEL_TREE=/tmp/fixed dkms autoinstall -k "$K"
+if [[ -f /root/linux-tree/Makefile && $(rxe_kvfix_tree_version /root/linux-tree) == "${K%%+*}" ]]; then
+	FIXED=/root/linux-tree what="the fix committed with git am"
+else
+	FIXED=/tmp/fixed what="our patches applied"
+	make_tree "$FIXED"
+	for p in "$SRC"/patches/mainline/*.patch; do patch -d "$FIXED" -p1 -s <"$p"; done
+fi
+expect "already-fixed source ($what): dkms build skips (77)" 77 'already allocates the rxe MR page array with a kv\* allocator' \
+	env RXE_KVFIX_KERNEL_TREE="$FIXED" dkms build "$M/$VER" -k "$K"
+expect "already-fixed source ($what): dkms autoinstall succeeds and skips" 0 'skipped for module\(s\) rxe-kvfix' \
+	env RXE_KVFIX_KERNEL_TREE="$FIXED" dkms autoinstall -k "$K"
 
 # 5. affected source that our patch no longer applies to
 make_tree /tmp/altered
