@@ -6,6 +6,9 @@
 #   make dkms-remove          remove from DKMS (all kernels); stock module returns
 #   make validate-patch KTREE=/path/to/linux [KDIR=...] [BOOT=1 [BUILD_KERNEL=1]] [OUT=DIR]
 #                             (BOOT=1: build, boot, before/after proof; patches/README.md)
+#   make patch-status KTREE=/path/to/linux   one line: needs the fix, has it, or never did
+#   make upstream-kit TREE=/path/to/linux [VALIDATION=DIR] [OUT=DIR]
+#                             series + cover letter + To/Cc + validation into _build/upstream
 #   make userspace            build rxe-verify (CMake)
 #   make dist                 _build/dist/rxe-kvfix-VERSION.tar.gz of the files git tracks
 #   make rpm / make deb       packages from that tarball into _build/pkg (packaging/README.md)
@@ -46,13 +49,13 @@ ifneq ($(SRPM),)
 PREPARE_ARGS += --srpm $(SRPM)
 endif
 
-.PHONY: all module install uninstall check-tree dkms-src dkms-install dkms-remove validate-patch \
+.PHONY: all module install uninstall check-tree dkms-src dkms-install dkms-remove validate-patch patch-status upstream-kit \
 	userspace dist rpm deb demo bench check check-quick clean help
 
 all: module
 
 help:
-	@sed -n '3,19p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,22p' Makefile | sed 's/^# \{0,1\}//'
 
 # A goal (or prerequisite file) with no rule: one line naming what to do.
 .DEFAULT:
@@ -127,6 +130,15 @@ validate-patch:
 	@[[ -n "$(KTREE)" ]] || { echo "make: validate-patch needs KTREE=/path/to/kernel/tree: pass the kernel source tree to check the patches against" >&2; exit 2; }
 	patches/validate $(if $(filter command line environment,$(origin KDIR)),--kdir "$(KDIR)") \
 		$(if $(filter 1,$(BOOT)),--boot) $(if $(filter 1,$(BUILD_KERNEL)),--build-kernel) $(if $(filter command line environment,$(origin OUT)),--out "$(OUT)") "$(KTREE)"
+
+patch-status:
+	@[[ -n "$(KTREE)" ]] || { echo "make: patch-status needs KTREE=/path/to/kernel/tree: pass the kernel source tree to classify" >&2; exit 2; }
+	@patches/validate --status "$(KTREE)"
+
+upstream-kit:
+	@[[ -n "$(TREE)" ]] || { echo "make: upstream-kit needs TREE=/path/to/kernel/tree: pass the tree the series goes to (rdma for-next or mainline)" >&2; exit 2; }
+	patches/upstream-kit $(if $(filter command line environment,$(origin VALIDATION)),--validation "$(VALIDATION)") \
+		$(if $(filter command line environment,$(origin OUT)),--out "$(OUT)") "$(TREE)"
 
 userspace:
 	cmake -S . -B "$(CMAKE_BUILD_DIR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo
