@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../unit/fake_verbs.hpp"
+#include "app/serve.hpp"
 #include "oob.hpp"
 
 namespace rxv::fuzz {
