@@ -1,4 +1,4 @@
-// The out-of-band code (oob*.cpp, app/serve.cpp's serve_session) against a hostile or
+// The out-of-band code (oob*.cpp, app/serve_loop.cpp's serve_session) against a hostile or
 // broken peer: what tests/fuzz/fuzz_oob found (each crashing input kept in
 // tests/fuzz/regressions and replayed here), and the limits the server keeps
 // (message size, idle time, staging size, field kinds, staging bounds): every bad request

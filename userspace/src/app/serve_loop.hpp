@@ -1,4 +1,5 @@
-// `rxe-verify serve`'s server loop: its options, one client session, the listening loop.
+// `rxe-verify serve`'s server loop (app/serve_loop.cpp): its options, one client session,
+// the listening loop. serve_command (app/app.hpp, app/serve.cpp) runs it.
 #pragma once
 #include <cstdint>
 #include <string>
