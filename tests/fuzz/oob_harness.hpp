@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../unit/fake_verbs.hpp"
+#include "app/serve_loop.hpp"
 #include "oob.hpp"
 
 namespace rxv::fuzz {

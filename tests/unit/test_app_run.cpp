@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "app/app.hpp"
+#include "app/serve_loop.hpp"
 #include "app_fixtures.hpp"
 #include "fake_host.hpp"
 #include "fake_verbs.hpp"

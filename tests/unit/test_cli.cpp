@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli.hpp"
+#include "app/app.hpp"
 #include "test_paths.hpp"
 
 namespace {

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cli.hpp"
+#include "app/app.hpp"
 #include "host.hpp"
 
 using namespace rxv;

@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "app/serve_loop.hpp"
 #include "engine.hpp"
 #include "fake_verbs.hpp"
 #include "oob.hpp"

@@ -1,5 +1,6 @@
-// oob.cpp against a hostile or broken peer: what tests/fuzz/fuzz_oob found (each crashing
-// input kept in tests/fuzz/regressions and replayed here), and the limits the server keeps
+// The out-of-band code (oob*.cpp, app/serve_loop.cpp's serve_session) against a hostile or
+// broken peer: what tests/fuzz/fuzz_oob found (each crashing input kept in
+// tests/fuzz/regressions and replayed here), and the limits the server keeps
 // (message size, idle time, staging size, field kinds, staging bounds): every bad request
 // gets a one-line {"ok":false,"error":...} answer and the session stays well-formed.
 #include <gtest/gtest.h>

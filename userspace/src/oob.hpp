@@ -1,4 +1,4 @@
-// Out-of-band TCP exchange for two-host runs: newline-delimited JSON messages.
+// Out-of-band exchange for two-host runs: JSON messages, one a line (oob_transport.hpp).
 //
 //   client -> {"op":"hello","version":1,"qp":{qpn,psn,gid},"staging":N}
 //   server <- {"ok":true,"qp":{...},"staging":{"addr","rkey","size"},"device","module"}
@@ -10,51 +10,24 @@
 // transfer; the region under test is registered on the client (`run --connect`).
 #pragma once
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "engine.hpp"
+#include "oob_transport.hpp"
 #include "verbs.hpp"
 
 namespace rxv {
 
-inline constexpr std::uint16_t kDefaultPort = 47910;
 inline constexpr int kProtocolVersion = 1;
-// Limits on what a peer sends: one message (a verify carries two candidate keys per pass
-// run so far, ~40 bytes each: 1 MiB holds ~25,000 passes), candidate keys the server
-// considers per verify (more only lose the naming of older passes in an explanation), and
-// how long a connected client may stay silent when --timeout is 0.
-inline constexpr std::size_t kMaxMessageBytes = 1u << 20;
+// Limits on what a peer sends besides the size of one message (oob_transport.hpp): candidate
+// keys the server considers per verify (more only lose the naming of older passes in an
+// explanation), and how long a connected client may stay silent when --timeout is 0.
 inline constexpr std::size_t kMaxCandidates = 1024;
 inline constexpr double kDefaultIdleSeconds = 300;
-
-class LineSocket {
- public:
-  LineSocket() = default;
-  explicit LineSocket(int fd) : fd_(fd) {}
-  ~LineSocket();
-  LineSocket(LineSocket&& o) noexcept : fd_(o.fd_), buf_(std::move(o.buf_)) { o.fd_ = -1; }
-  LineSocket& operator=(LineSocket&& o) noexcept;
-  LineSocket(const LineSocket&) = delete;
-  LineSocket& operator=(const LineSocket&) = delete;
-  bool valid() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
-  std::string send(const nlohmann::json& j);  // "" or error
-  // Next message, or nullopt with err set (timeout, closed, bad JSON).
-  std::optional<nlohmann::json> recv(std::chrono::milliseconds timeout, std::string& err);
-
- private:
-  int fd_ = -1;
-  std::string buf_;
-};
-
-// "host", "host:port", "[v6]:port"
-bool parse_host_port(const std::string& s, std::string& host, std::uint16_t& port,
-                     std::string& err);
-std::optional<LineSocket> tcp_connect(const std::string& host, std::uint16_t port,
-                                      std::chrono::milliseconds timeout, std::string& err);
 
 // A message field: absent -> def; present but of the wrong kind (for u64: negative,
 // fractional, over 2^64-1, text) -> nullopt. Never throws.
@@ -97,25 +70,5 @@ class RemotePeer final : public Peer {
   std::uint64_t size_;
   std::chrono::milliseconds timeout_;
 };
-
-struct ServeOptions {
-  std::string device;  // resolved device name
-  int gid_index = -1;  // resolved
-  std::string bind;    // "" = any
-  std::uint16_t port = kDefaultPort;
-  double timeout = 300;  // seconds waiting for a client / between messages; 0 = wait for a
-                         // client forever (a session still idles out after kDefaultIdleSeconds)
-  bool forever = false;
-  std::string module_flavor;
-  std::uint64_t max_staging = (2ull << 30) + 4096;  // largest staging buffer a client gets
-  bool quiet = false;  // no per-session progress lines (the fuzz target)
-};
-
-// One client session on an accepted socket (run_server's loop; the fuzz target and the
-// unit tests drive it over a socketpair); "" on a clean end, else the one-line reason.
-std::string serve_session(Provider& prov, const ServeOptions& o, LineSocket& s);
-
-// Runs the server loop; returns an exit code. Messages go to stderr (one line each).
-int run_server(Provider& prov, const ServeOptions& o);
 
 }  // namespace rxv

@@ -1,8 +1,9 @@
-// `rxe-verify serve`: the responder side of a two-host run (oob.cpp holds the session).
+// `rxe-verify serve`: the responder side of a two-host run: its option checks, device
+// choice and firewall warning, then the server loop of app/serve_loop.cpp.
 #include <cstdio>
 
 #include "app/common.hpp"
-#include "oob.hpp"
+#include "app/serve_loop.hpp"
 
 namespace rxv {
 

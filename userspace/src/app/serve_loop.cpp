@@ -1,0 +1,156 @@
+// `rxe-verify serve`'s server loop: one client session (serve_session) and the TCP
+// loop over the core transport (run_server). Apart from serve_command (app/serve.cpp),
+// so the fuzz target links the loop without the command's host environment.
+#include "app/serve_loop.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "engine.hpp"
+#include "report.hpp"
+
+namespace rxv {
+using nlohmann::json;
+
+namespace {
+
+void say(const std::string& s) { std::fprintf(stderr, "rxe-verify serve: %s\n", s.c_str()); }
+
+// The request's staging range [st, st + len) inside a buffer of `size` bytes, without
+// overflow (st + len can wrap for a hostile client).
+bool range_ok(std::uint64_t st, std::uint64_t len, std::uint64_t size) {
+  return st <= size && len <= size - st;
+}
+
+}  // namespace
+
+std::string serve_session(Provider& prov, const ServeOptions& o, LineSocket& s) {
+  // a silent client holds the (one-client-at-a-time) server for at most this long, also
+  // with --timeout 0 (which only means: wait for a client forever)
+  double idle = o.timeout > 0 ? o.timeout : kDefaultIdleSeconds;
+  auto to = std::chrono::milliseconds(static_cast<long long>(idle * 1000));
+  auto refuse = [&](const std::string& e) {
+    s.send({{"ok", false}, {"error", e}});
+    return e;
+  };
+  std::string err;
+  auto hello = s.recv(to, err);
+  if (!hello) return err == "connection closed by peer" ? err : refuse(err);
+  auto op0 = str_field(*hello, "op", "");
+  if (!op0 || *op0 != "hello") return refuse("first message is not hello");
+  std::optional<QpAddr> rq;
+  if (auto q = hello->find("qp"); q != hello->end()) rq = qp_from_json(*q);
+  auto staging = u64_field(*hello, "staging", 0);
+  if (!rq) return refuse("bad QP address in hello");
+  if (!staging || *staging == 0 || *staging > o.max_staging)
+    return refuse("bad staging size (1 to " + std::to_string(o.max_staging) + " bytes)");
+  std::string derr;
+  auto dev = prov.open(o.device, derr);
+  if (!dev) return refuse(derr);
+  if (!dev->port().active) return refuse("port 1 of " + o.device + " is not ACTIVE on the server");
+  QpParams qpp;
+  qpp.gid_index = o.gid_index;
+  auto qp = dev->create_qp(qpp, derr);
+  if (!qp) return refuse(derr);
+  LocalPeer peer(*dev, *staging);
+  if (!peer.ok())
+    return refuse("server cannot register its " + std::to_string(*staging) +
+                  "-byte staging buffer: " + std::strerror(peer.reg_errno()));
+  if (auto e = qp->connect(*rq); !e.empty()) return refuse(e);
+  s.send({{"ok", true},
+          {"version", kProtocolVersion},
+          {"qp", qp_to_json(qp->local_addr())},
+          {"staging", {{"addr", peer.staging_addr()}, {"rkey", peer.staging_rkey()},
+                       {"size", peer.staging_size()}}},
+          {"device", o.device},
+          {"module", o.module_flavor}});
+  if (!o.quiet) say("client connected; serving " + o.device);
+  while (true) {
+    auto m = s.recv(to, err);
+    if (!m) return err == "connection closed by peer" ? "" : refuse(err);
+    auto op = str_field(*m, "op", "");
+    auto st = u64_field(*m, "st", 0), off = u64_field(*m, "off", 0), len = u64_field(*m, "len", 0),
+         key = u64_field(*m, "key", 0);
+    if (!op) {
+      s.send({{"ok", false}, {"error", "bad field 'op' (a string)"}});
+      continue;
+    }
+    if (*op == "bye") {
+      s.send({{"ok", true}});
+      return "";
+    }
+    if (*op != "fill" && *op != "verify") {
+      std::string shown = op->size() > 40 ? op->substr(0, 40) + "..." : *op;
+      s.send({{"ok", false}, {"error", "unknown op '" + shown + "'"}});
+      continue;
+    }
+    if (!st || !off || !len || !key) {
+      s.send({{"ok", false}, {"error", "bad field in " + *op + ": st, off, len and key are "
+                                                              "non-negative integers"}});
+      continue;
+    }
+    if (!range_ok(*st, *len, peer.staging_size())) {
+      s.send({{"ok", false}, {"error", "staging range out of bounds"}});
+      continue;
+    }
+    if (*op == "fill") {
+      std::string e = peer.fill(*st, *off, *len, *key);
+      s.send(e.empty() ? json{{"ok", true}} : json{{"ok", false}, {"error", e}});
+      continue;
+    }
+    std::vector<KeyCandidate> c;
+    if (auto ci = m->find("candidates"); ci != m->end() && ci->is_array())
+      for (const auto& x : *ci)
+        if (x.is_array() && x.size() == 2 && x[0].is_number_unsigned() && x[1].is_string() &&
+            c.size() < kMaxCandidates)
+          c.push_back({x[0].get<std::uint64_t>(), x[1].get<std::string>()});
+    auto rs = u64_field(*m, "region_size", *len + *off);
+    if (!rs) {
+      s.send({{"ok", false}, {"error", "bad field 'region_size' (a non-negative integer)"}});
+      continue;
+    }
+    auto v = peer.verify(*st, *off, *len, *key, c, *rs);
+    if (v.ok) {
+      s.send({{"ok", true}});
+    } else if (v.mismatch) {
+      s.send({{"ok", false},
+              {"mismatch", {{"offset", v.mismatch->region_offset},
+                            {"expected", v.mismatch->expected},
+                            {"actual", v.mismatch->actual},
+                            {"bad_bytes", v.mismatch->bad_bytes}}},
+              {"explanation", v.explanation}});
+    } else {
+      s.send({{"ok", false}, {"error", v.error}});
+    }
+  }
+}
+
+int run_server(Provider& prov, const ServeOptions& o) {
+  std::string err;
+  ListenFailure why = ListenFailure::Resolve;
+  auto listener = tcp_listen(o.bind, o.port, err, why);
+  if (!listener) {
+    say("error: " + err + (why == ListenFailure::Bind ? " (choose another with --port)" : ""));
+    return why == ListenFailure::Resolve ? kExitUsage : kExitNotReady;
+  }
+  say("listening on TCP port " + std::to_string(o.port) + " (device " + o.device +
+      ", gid index " + std::to_string(o.gid_index) + ")" +
+      (o.forever ? "" : "; exits after one client"));
+  int wait = o.timeout > 0 ? static_cast<int>(o.timeout * 1000) : -1;
+  while (true) {
+    auto client = tcp_accept(*listener, wait);
+    if (!client) {
+      say("no client within " + std::to_string(static_cast<long long>(o.timeout)) +
+          " s; giving up (use --timeout 0 to wait forever)");
+      return kExitNotReady;
+    }
+    std::string e = serve_session(prov, o, *client);
+    if (!e.empty()) say("session ended: " + e);
+    else say("client finished");
+    if (!o.forever) return e.empty() ? kExitPass : kExitFail;
+  }
+}
+
+}  // namespace rxv
