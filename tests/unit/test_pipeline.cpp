@@ -65,6 +65,10 @@ struct Lane {
 
 TEST(Pipeline, KeepsTxDepthInFlightWithSelectiveSignalling) {
   Lane l(1000, 16, 64);
+  // the check inline: how many WRs are signalled then depends on the loop alone, not
+  // on how far a checker thread got on a loaded machine (threaded, a lagging checker
+  // fills the staging slots and every post stalls: 508 to 904 of 1000 seen under load)
+  l.spec.threaded = false;
   auto r = l.run();
   ASSERT_TRUE(r.ok()) << describe(r.failure);
   EXPECT_EQ(r.verified, 1000u);
