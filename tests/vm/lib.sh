@@ -222,6 +222,31 @@ rxe_overlay_umount() {
     fi
 }
 
+# rxe_kernel_tree LOWER XY VERSION: the full tree of build root LOWER's
+# /usr/src/linux-source-XY.tar.xz (Debian package version VERSION), extracted once
+# into <cache>/trees and reused: a test input like the build roots (1.6 GB; the
+# validate tests and the debug kernel read it, never write it). Prints its path;
+# "extracted in N s" or "cached" on stderr.
+rxe_kernel_tree() {
+    local lower=$1 xy=$2 ver=$3 dir tmp t0=$SECONDS
+    dir=$(rxe_cache_dir)/trees/linux-source-${xy}_$ver
+    if [[ ! -f $dir/.complete ]]; then
+        mkdir -p "$(dirname "$dir")"
+        tmp=$(mktemp -d "$dir.tmp.XXXXXX")
+        if ! tar -xf "$lower/usr/src/linux-source-$xy.tar.xz" -C "$tmp" --strip-components=1; then
+            rm -rf "$tmp"
+            return 1
+        fi
+        touch "$tmp/.complete"
+        rm -rf "$dir"
+        mv -T "$tmp" "$dir"
+        echo "     linux-source-$xy $ver extracted into $dir in $((SECONDS - t0)) s" >&2
+    else
+        echo "     linux-source-$xy $ver: the tree cached in $dir" >&2
+    fi
+    printf '%s\n' "$dir"
+}
+
 rxe_copy_checkout() {
     mkdir -p "$1/root/rxe-kvfix"
     tar -C "$RXE_REPO_DIR" --exclude=./build --exclude='./build-*' --exclude=./_build \
