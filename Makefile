@@ -16,6 +16,7 @@
 #   make bench                benchmarks, stock beside fixed (full form, ~11G guest) -> tests/bench/
 #   make check                every test (what CI runs)
 #   make check-quick          the day-to-day subset (one kernel)
+#   make check-debug          the fix under KASAN, kmemleak, lockdep, fault injection (a debug kernel, VM)
 #
 # Variables: KVER, KDIR (kbuild dir, default /lib/modules/KVER/build),
 # KERNEL_TREE / CACHE_DIR / SRPM (source providers, see kmod/rxe-kvfix-prepare),
@@ -50,12 +51,12 @@ PREPARE_ARGS += --srpm $(SRPM)
 endif
 
 .PHONY: all module install uninstall check-tree dkms-src dkms-install dkms-remove validate-patch patch-status upstream-kit \
-	userspace dist rpm deb demo bench check check-quick clean help
+	userspace dist rpm deb demo bench check check-quick check-debug clean help
 
 all: module
 
 help:
-	@sed -n '3,22p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,23p' Makefile | sed 's/^# \{0,1\}//'
 
 # A goal (or prerequisite file) with no rule: one line naming what to do.
 .DEFAULT:
@@ -182,6 +183,9 @@ check:
 
 check-quick:
 	tests/run-all --quick
+
+check-debug:
+	tests/vm/scenarios --only debug --set debug_enable=1
 
 clean:
 	rm -rf _build "$(CMAKE_BUILD_DIR)"

@@ -2,7 +2,7 @@
 # stress.sh: rxe-kvfix under stress, stock beside fixed, inside a guest booted by
 # tests/vm/vm-run on kernel K with rxe-kvfix installed by DKMS before boot.
 #
-#   stress.sh K [short|full] [PARTS]
+#   stress.sh K [short|full|debug] [PARTS]
 #
 # PARTS (comma list, default frag,churn,concurrency,pressure,lifecycle):
 #   frag         fresh guest, stock module: page-aligned 512 MiB, 640 MiB and 1 GiB
@@ -16,33 +16,36 @@
 #                pass the same sizes with verified WRITE/READ; an attempt that still saw
 #                a free block after 3 tries is a SKIP with the figures, and at least one
 #                of 640M/1G must reach the state on each module or the part fails
-#   churn        rxe-kvfix: 2 GiB registered/deregistered N times (short and full:
-#                100; full: 1000), 1 GiB with a verified pass between registrations
-#                (short 10, full 20); no failure, Slab/VmallocUsed/vmallocinfo back to
+#   churn        rxe-kvfix: 2 GiB registered/deregistered N times (short: 100;
+#                full: 1000; debug: 50), 1 GiB with a verified pass between
+#                registrations (short 10, full 20, debug 3); no failure, Slab/VmallocUsed/vmallocinfo back to
 #                baseline within 1 MiB, MemFree not more than 4 MiB below it
 #   concurrency  four rxe-verify processes at once on rxe0, each 1 GiB with sampled
 #                verified loops: all pass, dmesg clean (no WARNING/BUG/Oops/oom)
 #   pressure     a region beyond MemAvailable: one-line exit-3 error naming the figures
 #                and --force, nothing pinned; with --force the kernel refuses cleanly:
 #                no oops, a sentinel process survives, OOM victims named
-#   lifecycle    20 cycles of: load rxe-kvfix, add rxe0, register 1 GiB+16 B, deregister,
+#   lifecycle    20 cycles (debug: 5) of: load rxe-kvfix, add rxe0, register 1 GiB+16 B, deregister,
 #                delete rxe0, unload; no oops, no leak (meminfo/vmallocinfo/slab); then
 #                the stock module loads and registers 1 GiB
 # dmesg is checked after each part. Results: testlib lines (results.tsv), rxe-verify
 # JSON and logs in /results/stress-*.
 set -uo pipefail
 
-usage() { echo "Usage: stress.sh KERNELRELEASE [short|full] [frag,churn,concurrency,pressure,lifecycle]"; }
+usage() { echo "Usage: stress.sh KERNELRELEASE [short|full|debug] [frag,churn,concurrency,pressure,lifecycle]"; }
 # shellcheck source=tests/vm/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-stress 1 "" "$@"
 K=$1 FORM=${2:-short} PARTS=${3:-frag,churn,concurrency,pressure,lifecycle}
+N_LIFE=20
 case $FORM in
 short) N_CHURN=100 N_TRAFFIC=10 ;;
 full) N_CHURN=1000 N_TRAFFIC=20 ;;
+# under the debug kernel's checkers (guest/debug.sh): every kernel access is checked,
+# so fewer rounds of the same shapes
+debug) N_CHURN=50 N_TRAFFIC=3 N_LIFE=5 ;;
 *) usage >&2; exit 2 ;;
 esac
-N_LIFE=20
 MIB=$((1 << 20))
 
 FRAG=${RXE_FRAGMENT:-/usr/local/bin/rxe-fragment}

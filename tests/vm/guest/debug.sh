@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# debug.sh: rxe-kvfix under the kernel's own checkers, in a guest booted on the debug
+# kernel (tests/vm/debug-kernel: KASAN generic inline with vmalloc checks, KFENCE,
+# kmemleak, lockdep, failslab/fail_page_alloc) with rxe-kvfix installed by DKMS
+# against it before boot.
+#
+#   debug.sh KERNELRELEASE EXPECT [PARTS]
+#
+# PARTS (comma list, default checkers,stock,fixed,pyverbs,stress,inject,kmemleak):
+#   checkers  KASAN, KFENCE, kmemleak and lockdep said at boot that they are on; the
+#             fault-injection knobs are in debugfs
+#   stock     the debug kernel's own rdma_rxe (guest/proof.sh stock-short): 1 GiB + 16 B
+#             and 2 GiB fail with ENOMEM and the page allocator's WARNING from
+#             __alloc_mr_page_info
+#   fixed     rxe-kvfix (guest/proof.sh fixed): 1 GiB, 1 GiB + 16 B, 1025 MiB, 2 GiB,
+#             4 GiB sampled, 1 GiB full span both ways, probe to 2 GiB
+#   pyverbs   rdma-core's pyverbs MR/RDMA tests on both modules (guest/pyverbs.sh)
+#   stress    guest/stress.sh in its debug form: churn (2 GiB x 50, 1 GiB x 3 with
+#             traffic), concurrency (four verifiers at once), lifecycle (5 module
+#             load/unload cycles)
+#   inject    injected allocation failures on the page-info allocation alone (the
+#             stack-trace filter holds them to __alloc_mr_page_info's address range,
+#             the task filter to the verifier's process): with failslab (the vmalloc
+#             fallback's own allocations) and with fail_page_alloc (its pages, and
+#             the stock module's kmalloc), 1 GiB + 16 B and 2 GiB registrations of
+#             rxe-kvfix fail with ENOMEM and the next one passes; the stock module
+#             the same at 256 MiB, a size it can register
+#   kmemleak  two scans after everything: no leak whose trace names rdma_rxe, ib_ or
+#             rdma (others are listed)
+# The kernel log is read from /dev/kmsg for the whole run and cut at each part: every
+# part but stock must be free of KASAN, KFENCE, kmemleak, lockdep, BUG and WARNING
+# reports, each quoted if there is one; lockdep must still be on at the end.
+set -uo pipefail
+
+usage() { echo "Usage: debug.sh KERNELRELEASE EXPECT [checkers,stock,fixed,pyverbs,stress,inject,kmemleak]"; }
+# shellcheck source=tests/vm/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+rxe_guest_main vm-debug 2 3 "$@"
+K=$1 EXPECT=$2 PARTS=${3:-checkers,stock,fixed,pyverbs,stress,inject,kmemleak}
+G=$(dirname "${BASH_SOURCE[0]}")
+DBG=/sys/kernel/debug
+KMSG=$OUT/debug-kmsg.log
+# a report of one of the checkers, or any BUG/WARNING/oops
+REPORT='BUG: KASAN|BUG: KFENCE|KFENCE:|kmemleak: .*suspected|WARNING:|BUG:|Oops|general protection|circular locking|possible recursive locking|inconsistent lock state|DEBUG_LOCKS_WARN_ON|list_(add|del) corruption|UBSAN:'
+
+want() { [[ ,$PARTS, == *",$1,"* ]]; }
+mark() { echo "rxe-kvfix-debug: part $1" >/dev/kmsg; sleep 1; }
+# section NAME: the kernel log lines from part NAME's mark to the next mark
+section() {
+	awk -v m="rxe-kvfix-debug: part $1\$" '
+		/rxe-kvfix-debug: part / { on = ($0 ~ m); next } on { sub(/^[^;]*;/, ""); print }' "$KMSG"
+}
+# clean NAME [EXCLUDE]: part NAME's kernel log has no report (each quoted when there
+# is one); lines matching EXCLUDE are another test's business
+clean() {
+	local bad
+	bad=$(section "$1" | grep -E "$REPORT" | grep -vE "${2:-^\$}" || true)
+	t_start "$K debug $1: no KASAN, KFENCE, kmemleak, lockdep, BUG or WARNING report in the kernel log"
+	if [[ -z $bad ]]; then
+		t_pass
+		echo "     $(section "$1" | wc -l) kernel log lines in this part"
+	else
+		t_fail "$(wc -l <<<"$bad") report line(s), the first: $(head -n1 <<<"$bad")"
+		section "$1" | grep -E -B2 -A25 "$REPORT" | head -n 60 | sed 's/^/     | /'
+	fi
+}
+
+[[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
+mountpoint -q "$DBG" || mount -t debugfs debugfs "$DBG"
+echo 0 >/proc/sys/kernel/kptr_restrict
+cat /dev/kmsg >"$KMSG" 2>/dev/null &
+KMSG_PID=$!
+trap 'kill "$KMSG_PID" 2>/dev/null || true' EXIT
+sleep 1
+modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy || true
+echo "     guest: $(awk '/^MemTotal:/ {print $2 " KiB"}' /proc/meminfo), $(nproc) vCPUs, kernel $(uname -r)"
+
+# --- checkers: their boot lines --------------------------------------------------
+if want checkers; then
+	for c in 'KASAN:KernelAddressSanitizer initialized' 'KFENCE:kfence: initialized' \
+		'kmemleak:kmemleak: Kernel memory leak detector initialized' 'lockdep:Lock dependency validator'; do
+		t_start "$K debug checkers: ${c%%:*} is on (boot line)"
+		line=$(grep -m1 -F "${c#*:}" "$KMSG" | sed 's/^[^;]*;//')
+		if [[ -n $line ]]; then t_pass; echo "     $line"; else t_fail "no '${c#*:}' in the kernel log"; fi
+	done
+	t_start "$K debug checkers: failslab and fail_page_alloc with task and stack-trace filters in debugfs"
+	if [[ -w $DBG/failslab/require-start && -w $DBG/fail_page_alloc/require-start && -e /proc/self/make-it-fail &&
+		-w $DBG/kmemleak ]]; then
+		t_pass
+	else
+		t_fail "missing: $(for p in "$DBG"/failslab/require-start "$DBG"/fail_page_alloc/require-start /proc/self/make-it-fail "$DBG"/kmemleak; do [[ -e $p ]] || printf '%s ' "$p"; done)"
+	fi
+	# what kmemleak holds from boot is not ours: cleared so the scans at the end see this run
+	echo clear >"$DBG/kmemleak" 2>/dev/null || true
+fi
+
+# --- stock: the bug and its WARNING on the debug kernel ------------------------------
+if want stock; then
+	mark stock
+	"$G/proof.sh" "$K" "$EXPECT" stock-short ""
+	t_start "$K debug stock: the page allocator's WARNING from __alloc_mr_page_info"
+	w=$(section stock | grep -E -A30 'WARNING:' | grep -m1 -E '__alloc_mr_page_info' || true)
+	if [[ -n $w ]]; then
+		t_pass
+		section stock | grep -m1 -E 'WARNING:' | sed 's/^/     /'
+		echo "     $w"
+	else
+		t_fail "no WARNING naming __alloc_mr_page_info while the stock module failed"
+	fi
+	other=$(section stock | grep -E "$REPORT" | grep -vE 'WARNING:.*(page_alloc|__alloc_frozen_pages|__alloc_pages)' || true)
+	[[ -z $other ]] || echo "     other report lines with the stock module: $(head -n3 <<<"$other" | tr '\n' ' ')"
+	[[ ! -d /sys/module/rdma_rxe ]] || { rxe_dummy_down rxe0 d0 2>/dev/null; rmmod rdma_rxe; } || true
+fi
+
+# --- rxe-kvfix: the proof sizes, pyverbs, stress ------------------------------------
+if want fixed; then
+	mark fixed
+	"$G/proof.sh" "$K" "$EXPECT" fixed ""
+	clean fixed
+fi
+if want pyverbs; then
+	mark pyverbs
+	"$G/pyverbs.sh" "$K"
+	clean pyverbs
+fi
+if want stress; then
+	mark stress
+	"$G/stress.sh" "$K" debug churn,concurrency,lifecycle
+	clean stress
+fi
+
+# --- inject: failures on the page-info allocation ------------------------------------
+# fi_range: the address range of the function that allocates the page-info array in
+# the loaded rdma_rxe (__alloc_mr_page_info, or its caller when the compiler inlined it)
+fi_range() {
+	local fn start end
+	for fn in __alloc_mr_page_info alloc_mr_page_info; do
+		start=$(awk -v f="$fn" '$3 == f && $4 == "[rdma_rxe]" { print $1; exit }' /proc/kallsyms)
+		[[ -n $start ]] && break
+	done
+	[[ -n $start ]] || return 1
+	end=$(awk '{ print $1 }' /proc/kallsyms | sort -u | awk -v s="$start" 'found { print; exit } $1 == s { found = 1 }')
+	printf '%s %d %d\n' "$fn" "0x$start" "0x$end"
+}
+# fi_set KIND on|off [START END]: failslab or fail_page_alloc, always failing inside
+# [START, END) for tasks with make-it-fail, or back to off
+fi_set() {
+	local d=$DBG/$1
+	if [[ $2 == on ]]; then
+		echo 0 >"$d/space"; echo -1 >"$d/times"; echo 1 >"$d/interval"; echo 1 >"$d/verbose"
+		echo Y >"$d/task-filter"; echo N >"$d/ignore-gfp-wait"
+		[[ $1 != fail_page_alloc ]] || { echo N >"$d/ignore-gfp-highmem"; echo 0 >"$d/min-order"; }
+		echo 32 >"$d/stacktrace-depth"; echo "$3" >"$d/require-start"; echo "$4" >"$d/require-end"
+		echo 100 >"$d/probability"
+	else
+		echo 0 >"$d/probability"; echo N >"$d/task-filter"
+		echo 0 >"$d/require-start"; echo 18446744073709551615 >"$d/require-end"
+	fi
+}
+# fi_reg NAME SIZE OFFSET FAIL: one rxe-verify run of SIZE on rxe0, its process marked
+# make-it-fail when FAIL is 1; JSON in OUT/inject-NAME.json, exit status in .rc
+fi_reg() {
+	local f=$OUT/inject-$1.json rc=0
+	RXE_FI=$4 timeout 900 sh -c 'echo "$RXE_FI" >/proc/self/make-it-fail && exec "$0" "$@"' \
+		"$RV" run -d rxe0 -s "$2" --offset "$3" --mode sampled --json --no-progress >"$f" 2>"$f.err" || rc=$?
+	echo "$rc" >"$f.rc"
+	printf '%s\n' "$f"
+}
+# inject_case MODULE KIND SIZE OFFSET: with KIND on, SIZE+OFFSET fails with ENOMEM and
+# the allocator reported forced failures; with it off, the same registration passes
+inject_case() {
+	local mod=$1 kind=$2 size=$3 off=$4 f name forced before
+	name=$mod-$kind-$size$([[ $off == 0 ]] || echo "+$off")
+	t_start "$K debug inject $mod: $size+$off B with $kind failing $FI_FN fails with ENOMEM, cleanly"
+	before=$(section inject | grep -c 'FAULT_INJECTION: forcing a failure' || true)
+	fi_set "$kind" on "$FI_START" "$FI_END"
+	f=$(fi_reg "$name" "$size" "$off" 1)
+	fi_set "$kind" off
+	sleep 1
+	forced=$(($(section inject | grep -c 'FAULT_INJECTION: forcing a failure' || true) - before))
+	if [[ $(cat "$f.rc") == 1 && $(jget "$f" 'r["registered"] is False and r["reg_errno"] == 12') == true ]] && ((forced > 0)); then
+		t_pass
+		echo "     exit 1, reg_errno 12, $forced allocation(s) failed by $kind; rxe-verify: $(jget "$f" '(r.get("diagnosis") or {}).get("summary") or (r.get("diagnosis") or {}).get("cause")')"
+	else
+		t_fail "exit $(cat "$f.rc"), $forced forced failure(s): $(jget "$f" 'r.get("registered"), r.get("reg_errno"), r.get("diagnosis")') $(head -c 200 "$f.err")"
+	fi
+	t_start "$K debug inject $mod: with $kind off again, $size+$off B registers and passes"
+	f=$(fi_reg "$name-after" "$size" "$off" 0)
+	if [[ $(cat "$f.rc") == 0 && $(jget "$f" 'r["registered"] and r["result"] == "pass"') == true ]]; then
+		t_pass
+	else
+		t_fail "exit $(cat "$f.rc"): $(jget "$f" 'r.get("reg_errno"), r.get("diagnosis")') $(head -c 200 "$f.err")"
+	fi
+}
+if want inject; then
+	mark inject
+	for mod in rxe-kvfix stock; do
+		[[ ! -d /sys/module/rdma_rxe ]] || { rxe_dummy_down rxe0 d0 2>/dev/null; rmmod rdma_rxe; } || true
+		if [[ $mod == stock ]]; then load_stock "$K"; else modprobe rdma_rxe && rxe_flavor rxe-kvfix; fi ||
+			{ t_fail "$K debug inject $mod: module" "cannot load it"; continue; }
+		rxe_dummy_up rxe0 d0 10.77.0.1/24 "$RXE_BULK_MTU"
+		t_start "$K debug inject $mod: the page-info allocation's address range in the loaded rdma_rxe"
+		if read -r FI_FN FI_START FI_END < <(fi_range); then
+			t_pass
+			printf '     %s: [0x%x, 0x%x)\n' "$FI_FN" "$FI_START" "$FI_END"
+		else
+			t_fail "neither __alloc_mr_page_info nor alloc_mr_page_info in /proc/kallsyms for [rdma_rxe]"
+			continue
+		fi
+		if [[ $mod == rxe-kvfix ]]; then
+			# failslab: kvcalloc's vmalloc fallback allocates its bookkeeping from slab;
+			# fail_page_alloc: the pages of the vmalloc'ed array
+			for kind in failslab fail_page_alloc; do
+				inject_case "$mod" "$kind" 1G 16
+				inject_case "$mod" "$kind" 2G 0
+			done
+		else
+			# the stock module's kzalloc of 1 MiB is a page-allocator request
+			inject_case "$mod" fail_page_alloc 256M 0
+		fi
+	done
+	clean inject
+fi
+
+# --- kmemleak, and the end state of the checkers --------------------------------------
+if want kmemleak; then
+	mark kmemleak
+	[[ ! -d /sys/module/rdma_rxe ]] || { rxe_dummy_down rxe0 d0 2>/dev/null; rmmod rdma_rxe; } || true
+	t_start "$K debug kmemleak: two scans find no leak in rdma_rxe, ib_ or rdma code"
+	sleep 6
+	echo scan >"$DBG/kmemleak"
+	sleep 6
+	echo scan >"$DBG/kmemleak"
+	cat "$DBG/kmemleak" >"$OUT/debug-kmemleak.txt"
+	total=$(grep -c '^unreferenced object' "$OUT/debug-kmemleak.txt" || true)
+	ours=$(awk '/^unreferenced object/ { if (obj != "" && hit) n++; obj = $0; hit = 0 }
+		/rdma_rxe|\[ib_|rxe_|ib_umem|ib_uverbs|rdma_/ { hit = 1 }
+		END { if (obj != "" && hit) n++; print n + 0 }' "$OUT/debug-kmemleak.txt")
+	if ((ours == 0)); then
+		t_pass
+		echo "     kmemleak: $total unreferenced object(s) in all, 0 in rdma_rxe/ib_/rdma code"
+		((total == 0)) || grep -m3 -A8 '^unreferenced object' "$OUT/debug-kmemleak.txt" | sed 's/^/     | /'
+	else
+		t_fail "$ours of $total unreferenced objects have rdma_rxe/ib_/rdma in their trace"
+		grep -B1 -A14 -E 'rdma_rxe|\[ib_|rxe_' "$OUT/debug-kmemleak.txt" | head -n 60 | sed 's/^/     | /'
+	fi
+	clean kmemleak 'kmemleak: .*suspected'
+	t_start "$K debug: lockdep is still on at the end (no report turned it off)"
+	if grep -qE '^ *debug_locks: *1' /proc/lockdep_stats 2>/dev/null; then
+		t_pass
+	else
+		t_fail "$(grep -E 'debug_locks' /proc/lockdep_stats 2>&1 | head -n1)"
+	fi
+fi
+exit 0
