@@ -161,6 +161,7 @@ fi_set() {
 # make-it-fail when FAIL is 1; JSON in OUT/inject-NAME.json, exit status in .rc
 fi_reg() {
 	local f=$OUT/inject-$1.json rc=0
+	# shellcheck disable=SC2016  # expanded by the inner sh, which marks itself and execs
 	RXE_FI=$4 timeout 900 sh -c 'echo "$RXE_FI" >/proc/self/make-it-fail && exec "$0" "$@"' \
 		"$RV" run -d rxe0 -s "$2" --offset "$3" --mode sampled --json --no-progress >"$f" 2>"$f.err" || rc=$?
 	echo "$rc" >"$f.rc"
