@@ -44,6 +44,13 @@ KMSG=$OUT/debug-kmsg.log
 REPORT='BUG: KASAN|BUG: KFENCE|KFENCE:|kmemleak: .*suspected|WARNING:|BUG:|Oops|general protection|circular locking|possible recursive locking|inconsistent lock state|DEBUG_LOCKS_WARN_ON|list_(add|del) corruption|UBSAN:'
 
 want() { [[ ,$PARTS, == *",$1,"* ]]; }
+# rxe_off: rxe0, d0 and rdma_rxe gone, whichever of them is there (rxe_dummy_down
+# ends the script when one is missing)
+rxe_off() {
+	rdma link del rxe0 2>/dev/null || true
+	ip link del d0 2>/dev/null || true
+	[[ ! -d /sys/module/rdma_rxe ]] || rmmod rdma_rxe
+}
 mark() { echo "rxe-kvfix-debug: part $1" >/dev/kmsg; sleep 1; }
 # section NAME: the kernel log lines from part NAME's mark to the next mark
 section() {
@@ -109,7 +116,7 @@ if want stock; then
 	fi
 	other=$(section stock | grep -E "$REPORT" | grep -vE 'WARNING:.*(page_alloc|__alloc_frozen_pages|__alloc_pages)' || true)
 	[[ -z $other ]] || echo "     other report lines with the stock module: $(head -n3 <<<"$other" | tr '\n' ' ')"
-	[[ ! -d /sys/module/rdma_rxe ]] || { rxe_dummy_down rxe0 d0 2>/dev/null; rmmod rdma_rxe; } || true
+	rxe_off
 fi
 
 # --- rxe-kvfix: the proof sizes, pyverbs, stress ------------------------------------
@@ -196,7 +203,7 @@ inject_case() {
 if want inject; then
 	mark inject
 	for mod in rxe-kvfix stock; do
-		[[ ! -d /sys/module/rdma_rxe ]] || { rxe_dummy_down rxe0 d0 2>/dev/null; rmmod rdma_rxe; } || true
+		rxe_off
 		if [[ $mod == stock ]]; then load_stock "$K"; else modprobe rdma_rxe && rxe_flavor rxe-kvfix; fi ||
 			{ t_fail "$K debug inject $mod: module" "cannot load it"; continue; }
 		rxe_dummy_up rxe0 d0 10.77.0.1/24 "$RXE_BULK_MTU"
@@ -226,7 +233,7 @@ fi
 # --- kmemleak, and the end state of the checkers --------------------------------------
 if want kmemleak; then
 	mark kmemleak
-	[[ ! -d /sys/module/rdma_rxe ]] || { rxe_dummy_down rxe0 d0 2>/dev/null; rmmod rdma_rxe; } || true
+	rxe_off
 	t_start "$K debug kmemleak: two scans find no leak in rdma_rxe, ib_ or rdma code"
 	sleep 6
 	echo scan >"$DBG/kmemleak"

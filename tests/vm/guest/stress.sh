@@ -94,11 +94,21 @@ kmem_line() { # registered/after deltas in KiB
 # -12.3 MiB after 100 x 2 GiB run right after the fragmenter released 5.6 GiB (it rose
 # 24 MiB while the MR was registered; Slab +16 KiB, VmallocUsed -24 KiB): the 4 MiB
 # bound this had failed there (CI, 2026-12-01).
+# In the debug form Slab is not compared: KASAN keeps freed slab objects in its
+# quarantine (up to 1/32 of memory) before they count as free, so Slab stays above
+# its baseline after traffic without a leak (measured: +8.2 MiB after 1 GiB x 3 with
+# traffic); kmemleak's scans in guest/debug.sh judge leaks there.
 back_to_baseline() {
-	local d=$1 v
-	v=$(cj "$d" "' '.join('%s=%s' % (k, v) for k, v in j['kernel_memory']['after_minus_baseline'].items() if v is None or (v < -64 * $MIB if k == 'mem_free' else abs(v) > $MIB))")
+	local d=$1 v skip=''
+	[[ $FORM != debug ]] || skip=slab
+	v=$(cj "$d" "' '.join('%s=%s' % (k, v) for k, v in j['kernel_memory']['after_minus_baseline'].items() if k != '$skip' and (v is None or (v < -64 * $MIB if k == 'mem_free' else abs(v) > $MIB)))")
 	[[ -z $v ]] || { echo "after minus baseline (bytes): $v"; return 1; }
 }
+if [[ $FORM == debug ]]; then
+	BASELINE_WHAT="VmallocUsed/vmallocinfo back to baseline within 1 MiB, MemFree within 64 MiB (Slab not compared: KASAN's quarantine)"
+else
+	BASELINE_WHAT="Slab/VmallocUsed/vmallocinfo back to baseline within 1 MiB, MemFree within 64 MiB"
+fi
 
 # dmesg_part NAME [oom-ok]: blktests style, the kernel log of the part just run;
 # oom-ok: OOM reports (with their Call Trace) are allowed, oopses are not
@@ -281,7 +291,7 @@ part_churn() {
 	fi
 	echo "     2 GiB x $N_CHURN: $(fig "$f")"
 	echo "     $(kmem_line "$f")"
-	t_check "$K rxe-kvfix churn 2 GiB: Slab/VmallocUsed/vmallocinfo back to baseline within 1 MiB, MemFree within 64 MiB" back_to_baseline "$f"
+	t_check "$K rxe-kvfix churn 2 GiB: $BASELINE_WHAT" back_to_baseline "$f"
 	t_start "$K rxe-kvfix churn: 1 GiB x $N_TRAFFIC with a verified WRITE/READ pass between registrations"
 	f=$(ch fixed-churn-1G-traffic -s 1G --count "$N_TRAFFIC" --traffic)
 	if [[ $(cat "$f.rc") == 0 && $(cj "$f" "j['completed'] == $N_TRAFFIC and all(i['traffic']['result'] == 'pass' for i in j['iterations'])") == true ]]; then
@@ -291,7 +301,7 @@ part_churn() {
 	fi
 	echo "     1 GiB x $N_TRAFFIC with traffic: $(fig "$f")"
 	echo "     $(kmem_line "$f")"
-	t_check "$K rxe-kvfix churn 1 GiB with traffic: Slab/VmallocUsed/vmallocinfo back to baseline within 1 MiB, MemFree within 64 MiB" back_to_baseline "$f"
+	t_check "$K rxe-kvfix churn 1 GiB with traffic: $BASELINE_WHAT" back_to_baseline "$f"
 	dmesg_part churn
 	part_end churn
 }
@@ -423,12 +433,19 @@ part_lifecycle() {
 	echo 1 >/proc/sys/vm/drop_caches
 	after=$(kmem_now)
 	echo "     KiB (MemFree Slab VmallocUsed vmallocinfo) before: $base; after: $after"
-	t_start "$K lifecycle: no leak (Slab, VmallocUsed, vmallocinfo within 1 MiB)"
 	# a leak makes Slab/VmallocUsed/vmallocinfo grow. MemFree is printed, not judged:
-	# 20 module loads through 9p leave page cache behind (seen: -72 MiB after drop_caches)
-	d=$(awk -v a="$base" -v b="$after" 'BEGIN { split(a, x, " "); split(b, y, " ");
+	# 20 module loads through 9p leave page cache behind (seen: -72 MiB after drop_caches).
+	# The debug form leaves Slab out (KASAN's quarantine, see back_to_baseline).
+	local first=2
+	if [[ $FORM == debug ]]; then
+		first=3
+		t_start "$K lifecycle: no leak (VmallocUsed, vmallocinfo within 1 MiB; Slab not compared: KASAN's quarantine)"
+	else
+		t_start "$K lifecycle: no leak (Slab, VmallocUsed, vmallocinfo within 1 MiB)"
+	fi
+	d=$(awk -v a="$base" -v b="$after" -v first="$first" 'BEGIN { split(a, x, " "); split(b, y, " ");
 		n = split("MemFree Slab VmallocUsed vmallocinfo", k, " ");
-		for (i = 2; i <= n; i++) { v = y[i] - x[i];
+		for (i = first; i <= n; i++) { v = y[i] - x[i];
 			if (v > 1024) printf "%s %+d KiB; ", k[i], v } }')
 	if [[ -z $d ]]; then t_pass; else t_fail "$d"; fi
 	t_start "$K lifecycle: the stock module loads cleanly afterwards and registers 1 GiB"
