@@ -137,20 +137,32 @@ if want stress; then
 fi
 
 # --- inject: failures on the page-info allocation ------------------------------------
-# fi_range: the address range of the function that allocates the page-info array in
-# the loaded rdma_rxe (__alloc_mr_page_info, or its caller when the compiler inlined it)
+# fi_range: FUNCTION|START|END|REJECT_START|REJECT_END (hex) for the stack-trace filter
+# of the loaded rdma_rxe: the function that allocates the page-info array
+# (__alloc_mr_page_info, or alloc_mr_page_info); when the compiler inlined both into
+# rxe_mr_init_user, that function, with ib_umem_get (its other allocations) rejected
 fi_range() {
-	local fn start end
+	local fn start end rs=0 re=0
+	next_after() { awk '{ print $1 }' /proc/kallsyms | sort -u | awk -v s="$1" 'found { print; exit } $1 == s { found = 1 }'; }
 	for fn in __alloc_mr_page_info alloc_mr_page_info; do
 		start=$(awk -v f="$fn" '$3 == f && $4 == "[rdma_rxe]" { print $1; exit }' /proc/kallsyms)
-		[[ -n $start ]] && break
+		[[ -z $start ]] || break
 	done
-	[[ -n $start ]] || return 1
-	end=$(awk '{ print $1 }' /proc/kallsyms | sort -u | awk -v s="$start" 'found { print; exit } $1 == s { found = 1 }')
-	printf '%s %d %d\n' "$fn" "0x$start" "0x$end"
+	if [[ -z $start ]]; then
+		fn="rxe_mr_init_user (the page-info allocation inlined there; ib_umem_get rejected)"
+		start=$(awk '$3 == "rxe_mr_init_user" && $4 == "[rdma_rxe]" { print $1; exit }' /proc/kallsyms)
+		rs=$(awk '$3 == "ib_umem_get" { print $1; exit }' /proc/kallsyms)
+		[[ -n $start && -n $rs ]] || return 1
+		re=0x$(next_after "$rs")
+		rs=0x$rs
+	fi
+	end=$(next_after "$start")
+	[[ -n $end ]] || return 1
+	printf '%s|0x%s|0x%s|%s|%s\n' "$fn" "$start" "$end" "$rs" "$re"
 }
-# fi_set KIND on|off [START END]: failslab or fail_page_alloc, always failing inside
-# [START, END) for tasks with make-it-fail, or back to off
+# fi_set KIND on|off [START END REJECT_START REJECT_END]: failslab or fail_page_alloc,
+# always failing inside [START, END) and not in [REJECT_START, REJECT_END) for tasks
+# with make-it-fail, or back to off
 fi_set() {
 	local d=$DBG/$1
 	if [[ $2 == on ]]; then
@@ -158,10 +170,12 @@ fi_set() {
 		echo Y >"$d/task-filter"; echo N >"$d/ignore-gfp-wait"
 		[[ $1 != fail_page_alloc ]] || { echo N >"$d/ignore-gfp-highmem"; echo 0 >"$d/min-order"; }
 		echo 32 >"$d/stacktrace-depth"; echo "$3" >"$d/require-start"; echo "$4" >"$d/require-end"
+		echo "$5" >"$d/reject-start"; echo "$6" >"$d/reject-end"
 		echo 100 >"$d/probability"
 	else
 		echo 0 >"$d/probability"; echo N >"$d/task-filter"
 		echo 0 >"$d/require-start"; echo 18446744073709551615 >"$d/require-end"
+		echo 0 >"$d/reject-start"; echo 0 >"$d/reject-end"
 	fi
 }
 # fi_reg NAME SIZE OFFSET FAIL: one rxe-verify run of SIZE on rxe0, its process marked
@@ -179,9 +193,9 @@ fi_reg() {
 inject_case() {
 	local mod=$1 kind=$2 size=$3 off=$4 f name forced before
 	name=$mod-$kind-$size$([[ $off == 0 ]] || echo "+$off")
-	t_start "$K debug inject $mod: $size+$off B with $kind failing $FI_FN fails with ENOMEM, cleanly"
+	t_start "$K debug inject $mod: $size+$off B with $kind failing ${FI_FN%% *} fails with ENOMEM, cleanly"
 	before=$(section inject | grep -c 'FAULT_INJECTION: forcing a failure' || true)
-	fi_set "$kind" on "$FI_START" "$FI_END"
+	fi_set "$kind" on "$FI_START" "$FI_END" "$FI_RS" "$FI_RE"
 	f=$(fi_reg "$name" "$size" "$off" 1)
 	fi_set "$kind" off
 	sleep 1
@@ -208,11 +222,11 @@ if want inject; then
 			{ t_fail "$K debug inject $mod: module" "cannot load it"; continue; }
 		rxe_dummy_up rxe0 d0 10.77.0.1/24 "$RXE_BULK_MTU"
 		t_start "$K debug inject $mod: the page-info allocation's address range in the loaded rdma_rxe"
-		if read -r FI_FN FI_START FI_END < <(fi_range); then
+		if IFS='|' read -r FI_FN FI_START FI_END FI_RS FI_RE < <(fi_range); then
 			t_pass
-			printf '     %s: [0x%x, 0x%x)\n' "$FI_FN" "$FI_START" "$FI_END"
+			printf '     %s: [%s, %s)%s\n' "$FI_FN" "$FI_START" "$FI_END" "$([[ $FI_RS == 0 ]] || echo ", rejected [$FI_RS, $FI_RE)")"
 		else
-			t_fail "neither __alloc_mr_page_info nor alloc_mr_page_info in /proc/kallsyms for [rdma_rxe]"
+			t_fail "neither __alloc_mr_page_info, alloc_mr_page_info nor rxe_mr_init_user (with ib_umem_get) in /proc/kallsyms"
 			continue
 		fi
 		if [[ $mod == rxe-kvfix ]]; then
