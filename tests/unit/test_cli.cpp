@@ -17,7 +17,7 @@ struct Out {
 Out run(const std::string& args) {
   std::string o = "/tmp/rxv-cli-out-" + std::to_string(getpid());
   std::string e = "/tmp/rxv-cli-err-" + std::to_string(getpid());
-  std::string cmd = std::string(RXE_VERIFY_BIN) + " " + args + " >" + o + " 2>" + e + " </dev/null";
+  std::string cmd = std::string(RXV_VERIFY_BIN) + " " + args + " >" + o + " 2>" + e + " </dev/null";
   int st = std::system(cmd.c_str());
   auto slurp = [](const std::string& p) {
     std::ifstream f(p);

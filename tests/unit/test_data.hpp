@@ -9,7 +9,7 @@
 
 // The whole text of tests/unit/data/<name>; "" when it does not exist.
 inline std::string data(const char* name) {
-  std::ifstream in(std::string(RXE_TEST_DATA) + "/" + name);
+  std::ifstream in(std::string(RXV_TEST_DATA) + "/" + name);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -75,7 +75,7 @@ std::string error_of(const json& j) {
 // must now run through the same harness without a sanitizer report.
 TEST(OobHostile, FuzzRegressionsReplay) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::path(RXE_TEST_SRC) / ".." / "fuzz" / "regressions";
+  fs::path dir = fs::path(RXV_TEST_SRC) / ".." / "fuzz" / "regressions";
   ASSERT_TRUE(fs::is_directory(dir)) << dir;
   int n = 0;
   for (const auto& e : fs::directory_iterator(dir)) {

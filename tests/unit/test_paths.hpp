@@ -12,8 +12,8 @@ const char* schema_path();    // userspace/rxe-verify.schema.json
 const char* verify_bin();     // the built rxe-verify
 }  // namespace rxe_test
 
-#define RXE_TEST_DATA (::rxe_test::test_data_dir())
-#define RXE_TEST_SRC (::rxe_test::test_src_dir())
-#define RXE_PYTHON3 (::rxe_test::python3())
-#define RXE_SCHEMA (::rxe_test::schema_path())
-#define RXE_VERIFY_BIN (::rxe_test::verify_bin())
+#define RXV_TEST_DATA (::rxe_test::test_data_dir())
+#define RXV_TEST_SRC (::rxe_test::test_src_dir())
+#define RXV_PYTHON3 (::rxe_test::python3())
+#define RXV_SCHEMA (::rxe_test::schema_path())
+#define RXV_VERIFY_BIN (::rxe_test::verify_bin())

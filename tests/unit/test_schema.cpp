@@ -51,8 +51,8 @@ fs::path write(const std::string& name, const nlohmann::json& j) {
 
 // validate_json.py's exit status (0 valid, 1 invalid, 2 no validator).
 int validate(const fs::path& file) {
-  std::string cmd = std::string(RXE_PYTHON3) + " " + RXE_TEST_SRC + "/validate_json.py " +
-                    RXE_SCHEMA + " '" + file.string() + "'";
+  std::string cmd = std::string(RXV_PYTHON3) + " " + RXV_TEST_SRC + "/validate_json.py " +
+                    RXV_SCHEMA + " '" + file.string() + "'";
   int st = std::system(cmd.c_str());
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -163,7 +163,7 @@ TEST(Schema, ChurnReports) {
 
 TEST(Schema, BrokenFixtureIsRejected) {
   // tests/unit/data/schema-broken-run.json: verdict missing, seed a string
-  EXPECT_EQ(validate(fs::path(RXE_TEST_DATA) / "schema-broken-run.json"), 1);
+  EXPECT_EQ(validate(fs::path(RXV_TEST_DATA) / "schema-broken-run.json"), 1);
 }
 
 TEST(Schema, AMissingOrMistypedFieldIsRejected) {
@@ -185,8 +185,8 @@ TEST(Schema, AMissingOrMistypedFieldIsRejected) {
 // --find DIR, as the VM runner uses it on what a guest captured: rxe-verify documents are
 // validated, other tools' JSON is left alone, a truncated document is an error.
 int validate_dir(const fs::path& dir) {
-  std::string cmd = std::string(RXE_PYTHON3) + " " + RXE_TEST_SRC + "/validate_json.py --find '" +
-                    dir.string() + "' " + RXE_SCHEMA + " >/dev/null 2>&1";
+  std::string cmd = std::string(RXV_PYTHON3) + " " + RXV_TEST_SRC + "/validate_json.py --find '" +
+                    dir.string() + "' " + RXV_SCHEMA + " >/dev/null 2>&1";
   int st = std::system(cmd.c_str());
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -28,8 +28,8 @@
 #
 # shellcheck shell=bash
 
-RXE_VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-RXE_REPO_DIR=$(cd "$RXE_VM_DIR/../.." && pwd)
+VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(cd "$VM_DIR/../.." && pwd)
 
 rxe_log() { printf '%s: %s\n' "${RXE_PROG:-rxe-kvfix}" "$*" >&2; }
 
@@ -42,7 +42,7 @@ rxe_die() {
 
 rxe_cache_dir() { printf '%s\n' "${RXE_CACHE:-/var/cache/rxe-kvfix}"; }
 
-rxe_matrix_file() { printf '%s\n' "${RXE_MATRIX:-$RXE_REPO_DIR/kmod/kernels.tsv}"; }
+rxe_matrix_file() { printf '%s\n' "${RXE_MATRIX:-$REPO_DIR/kmod/kernels.tsv}"; }
 
 rxe_matrix_lines() {
     local root=${1:-} f
@@ -76,8 +76,8 @@ rxe_matrix_primary() {
 
 rxe_package_version() {
     # shellcheck source=kmod/rxe-kvfix-lib.sh
-    . "$RXE_REPO_DIR/kmod/rxe-kvfix-lib.sh"
-    rxe_kvfix_meta_version "$RXE_REPO_DIR"
+    . "$REPO_DIR/kmod/rxe-kvfix-lib.sh"
+    rxe_kvfix_meta_version "$REPO_DIR"
 }
 
 # All URIs of enabled deb sources on the host: deb822 "URIs:" lines and one-line
@@ -249,7 +249,7 @@ rxe_kernel_tree() {
 
 rxe_copy_checkout() {
     mkdir -p "$1/root/rxe-kvfix"
-    tar -C "$RXE_REPO_DIR" --exclude=./build --exclude='./build-*' --exclude=./_build \
+    tar -C "$REPO_DIR" --exclude=./build --exclude='./build-*' --exclude=./_build \
         --exclude=./results --exclude=./.git -cf - . | tar -C "$1/root/rxe-kvfix" -xf -
 }
 

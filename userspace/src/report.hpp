@@ -11,7 +11,7 @@
 
 namespace rxv {
 
-inline constexpr const char* kToolVersion = RXE_VERIFY_VERSION;
+inline constexpr const char* kToolVersion = RXV_TOOL_VERSION;
 inline constexpr int kSchemaVersion = 1;
 
 // Exit codes (documented).

@@ -56,7 +56,7 @@ esac
 PARTS=${3:-reg,bw,frag}
 [[ ,$PARTS, =~ ^,((reg|bw|frag),)+$ ]] || { echo "bench.sh: PARTS must be a comma list of reg, bw and frag, not '$PARTS'" >&2; exit 2; }
 part() { [[ ,$PARTS, == *,$1,* ]]; }
-FRAG=${RXE_FRAGMENT:-/usr/local/bin/rxe-fragment}
+FRAG=/usr/local/bin/rxe-fragment
 FRAG_PID=''
 
 # shellcheck disable=SC2317  # the EXIT trap

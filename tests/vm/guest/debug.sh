@@ -183,7 +183,7 @@ fi_set() {
 fi_reg() {
 	local f=$OUT/inject-$1.json rc=0
 	# shellcheck disable=SC2016  # expanded by the inner sh, which marks itself and execs
-	RXE_FI=$4 timeout 900 sh -c 'echo "$RXE_FI" >/proc/self/make-it-fail && exec "$0" "$@"' \
+	FI_FAIL=$4 timeout 900 sh -c 'echo "$FI_FAIL" >/proc/self/make-it-fail && exec "$0" "$@"' \
 		"$RV" run -d rxe0 -s "$2" --offset "$3" --mode sampled --json --no-progress >"$f" 2>"$f.err" || rc=$?
 	echo "$rc" >"$f.rc"
 	printf '%s\n' "$f"
@@ -220,7 +220,7 @@ if want inject; then
 		rxe_off
 		if [[ $mod == stock ]]; then load_stock "$K"; else modprobe rdma_rxe && rxe_flavor rxe-kvfix; fi ||
 			{ t_fail "$K debug inject $mod: module" "cannot load it"; continue; }
-		rxe_dummy_up rxe0 d0 10.77.0.1/24 "$RXE_BULK_MTU"
+		rxe_dummy_up rxe0 d0 10.77.0.1/24 "$BULK_MTU"
 		t_start "$K debug inject $mod: the page-info allocation's address range in the loaded rdma_rxe"
 		if IFS='|' read -r FI_FN FI_START FI_END FI_RS FI_RE < <(fi_range); then
 			t_pass

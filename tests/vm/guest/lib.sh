@@ -6,10 +6,9 @@
 #     . "$RXE_GUEST_LIB"                           # any guest command
 # The 10.77.x.0/24 addresses used here exist only inside the guest.
 #
-# Sets SRC (the checkout in the guest: $RXE_GUEST_SRC, default /root/rxe-kvfix),
-# OUT (results: $RXE_GUEST_RESULTS, default /results), exports RXE_RESULTS
-# (OUT/results.tsv, read by testlib), RV (rxe-verify: $RXE_VERIFY, default
-# /usr/local/bin/rxe-verify); sources SRC/tests/testlib.sh (t_suite, t_start, t_pass,
+# Sets SRC (the checkout in the guest, /root/rxe-kvfix), OUT (results:
+# $RXE_GUEST_RESULTS, default /results), exports RXE_RESULTS (OUT/results.tsv, read
+# by testlib), RV (rxe-verify, /usr/local/bin/rxe-verify); sources SRC/tests/testlib.sh (t_suite, t_start, t_pass,
 # t_fail, t_skip, t_check) when the checkout is there. Defines:
 #
 #   rxe_guest_main SUITE MIN MAX "$@"
@@ -42,14 +41,14 @@
 #   rxe_dummy_up [RXE NETDEV CIDR [MTU]]
 #                                   dummy netdev (default d0, 10.77.0.1/24, MTU 1500, the
 #                                   kernel's default) + rxe link (default rxe0); waits for
-#                                   its RoCEv2 IPv4 GID. MTU $RXE_BULK_MTU: see below
+#                                   its RoCEv2 IPv4 GID. MTU $BULK_MTU: see below
 #   rxe_dummy_down [RXE NETDEV]     delete that rxe link and dummy netdev
 #   rxe_veth_up [NSA NSB NET]       namespaces NSA/NSB (default rxa/rxb) joined by veth
 #                                   va/vb with 10.77.NET.1/24 and .2/24 (NET default 1),
 #                                   rxe devices rxe_NSA / rxe_NSB created in each namespace
 #   rxe_veth_down [NSA NSB]         delete those rxe links, veths and namespaces
 #   rxe_teardown_all                delete every rxe link, the namespaces and dummies
-#                                   made by this library (listed in $RXE_GUEST_STATE)
+#                                   made by this library (listed in $GUEST_STATE)
 #   rxe_gid_index RXE [IPV4]        index of the RoCEv2 GID of RXE (for IPV4, or any IPv4)
 #   rxe_wait_gid RXE [IPV4]         wait up to 10 s for that GID, fail if it never shows
 #   rxe_pingpong_loopback RXE       ibv_rc_pingpong server+client on one device
@@ -60,12 +59,12 @@
 #   dmesg_bad                       kernel log lines that no clean run may have
 #   rxe_check_dmesg                 fail if the kernel log has WARNING:/BUG:/Oops/Call Trace
 
-SRC=${RXE_GUEST_SRC:-/root/rxe-kvfix}
+SRC=/root/rxe-kvfix
 OUT=${RXE_GUEST_RESULTS:-/results}
 export RXE_RESULTS=$OUT/results.tsv
 # shellcheck disable=SC2034  # used by the scripts that source this file
-RV=${RXE_VERIFY:-/usr/local/bin/rxe-verify}
-RXE_GUEST_STATE=${RXE_GUEST_STATE:-/run/rxe-kvfix-guest}
+RV=/usr/local/bin/rxe-verify
+GUEST_STATE=/run/rxe-kvfix-guest
 # The netdev MTU of the scenarios that move gigabytes over one loopback rxe device
 # (proof, stress, nonroot, ulp): 9000 makes rxe's active MTU 4096 instead of 1500's
 # 1024, a quarter of the packets for the same bytes. Under TCG rxe's per-packet work
@@ -78,7 +77,7 @@ RXE_GUEST_STATE=${RXE_GUEST_STATE:-/run/rxe-kvfix-guest}
 # the fix changes does not depend on the MTU. The bench (its figures are compared
 # at perftest's defaults), twohost, pyverbs and Secure Boot guests keep 1500.
 # shellcheck disable=SC2034  # used by the scripts that source this file
-RXE_BULK_MTU=9000
+BULK_MTU=9000
 if [[ -f $SRC/tests/testlib.sh ]]; then
 	# shellcheck source=tests/testlib.sh
 	. "$SRC/tests/testlib.sh"
@@ -216,8 +215,8 @@ load_ko() {
 }
 
 rxe__note() {
-	mkdir -p "$RXE_GUEST_STATE"
-	echo "$2" >>"$RXE_GUEST_STATE/$1"
+	mkdir -p "$GUEST_STATE"
+	echo "$2" >>"$GUEST_STATE/$1"
 }
 
 rxe_gid_index() {
@@ -309,13 +308,13 @@ rxe_teardown_all() {
 	for l in $(rdma link show 2>/dev/null | awk '$1 == "link" { sub("/.*", "", $2); print $2 }' | sort -u); do
 		rdma link del "$l" 2>/dev/null || true
 	done
-	[[ ! -f $RXE_GUEST_STATE/netns ]] || while read -r n; do
+	[[ ! -f $GUEST_STATE/netns ]] || while read -r n; do
 		ip netns del "$n" 2>/dev/null || true
-	done <"$RXE_GUEST_STATE/netns"
-	[[ ! -f $RXE_GUEST_STATE/dummies ]] || while read -r n; do
+	done <"$GUEST_STATE/netns"
+	[[ ! -f $GUEST_STATE/dummies ]] || while read -r n; do
 		ip link del "$n" 2>/dev/null || true
-	done <"$RXE_GUEST_STATE/dummies"
-	rm -f "$RXE_GUEST_STATE/netns" "$RXE_GUEST_STATE/dummies"
+	done <"$GUEST_STATE/dummies"
+	rm -f "$GUEST_STATE/netns" "$GUEST_STATE/dummies"
 }
 
 rxe_pingpong_loopback() {
@@ -370,7 +369,7 @@ rxe_check_dmesg() {
 # 1 when it exited or never got ready (then it is stopped again).
 rxe_frag_start() {
 	FRAG_LOG=$1 FRAG_TOPUPS=0
-	"${RXE_FRAGMENT:-/usr/local/bin/rxe-fragment}" --leave 120 >"$FRAG_LOG" 2>&1 &
+	/usr/local/bin/rxe-fragment --leave 120 >"$FRAG_LOG" 2>&1 &
 	FRAG_PID=$!
 	for _ in $(seq 600); do
 		grep -q 'fragment: ready' "$FRAG_LOG" && return 0

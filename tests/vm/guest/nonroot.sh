@@ -19,7 +19,7 @@
 #   - /dev/infiniband/uverbs0 made 0600: the user's run is device_access, not memlock
 # The boot check's unit (rxe-verify-boot.service, as installed in this root) states its
 # memlock: LimitMEMLOCK=infinity and no User= (root, which has CAP_IPC_LOCK besides).
-# With ASAN_BINARY (rxe-verify built with -DRXE_SANITIZE=address,undefined), on
+# With ASAN_BINARY (rxe-verify built with -DRXV_SANITIZE=address,undefined), on
 # rxe-kvfix: 1 GiB + 16 B sampled, full span, and a two-host run (serve and run both the
 # sanitizer build, in two namespaces) with no sanitizer report (issue 15, part 3).
 set -uo pipefail
@@ -151,7 +151,7 @@ memlock_checks() {
 for PHASE in stock fixed; do
 	dmesg -C
 	load_phase "$K" "$PHASE" nonroot || continue
-	rxe_dummy_up rxe0 d0 10.77.0.1/24 "$RXE_BULK_MTU"
+	rxe_dummy_up rxe0 d0 10.77.0.1/24 "$BULK_MTU"
 	chmod 0666 /dev/infiniband/uverbs*
 	echo "     $(ls -l /dev/infiniband/uverbs0)"
 

@@ -150,7 +150,7 @@ for SPEC in ${PHASES//,/ }; do
 	*) t_fail "$K: phase" "unknown phase '$PHASE'"; continue ;;
 	esac
 	fi
-	rxe_dummy_up rxe0 d0 10.77.0.1/24 "$RXE_BULK_MTU"
+	rxe_dummy_up rxe0 d0 10.77.0.1/24 "$BULK_MTU"
 
 	case $PHASE in
 	control)

@@ -48,7 +48,7 @@ debug) N_CHURN=50 N_TRAFFIC=3 N_LIFE=5 ;;
 esac
 MIB=$((1 << 20))
 
-FRAG=${RXE_FRAGMENT:-/usr/local/bin/rxe-fragment}
+FRAG=/usr/local/bin/rxe-fragment
 FRAG_PID=''
 
 # shellcheck disable=SC2317  # invoked by trap
@@ -58,7 +58,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-rxe_up() { (rxe_dummy_up rxe0 d0 10.77.0.1/24 "$RXE_BULK_MTU") >/dev/null 2>&1; }
+rxe_up() { (rxe_dummy_up rxe0 d0 10.77.0.1/24 "$BULK_MTU") >/dev/null 2>&1; }
 rxe_down() {
 	rdma link del rxe0 2>/dev/null || true
 	ip link del d0 2>/dev/null || true

@@ -26,6 +26,7 @@ K=$1 PHASE=$2 ANSIBLE=${3:-}
 UNIT="rxe-verify-boot.service"
 STATE=/var/lib/rxe-verify/$K
 NETDEV=rxetest0 # made by the test-only unit rxe-kvfix-test-netdev.service
+DEBS=/root/debs # .debs for the playbook to install, when a run puts some there
 
 prop() { systemctl show -P "$1" "$UNIT"; }
 
@@ -93,13 +94,13 @@ all:
           ansible_become: false
           ansible_python_interpreter: /usr/bin/python3
           rxe_kvfix_netdev: $NETDEV
-          rxe_kvfix_package_dir: ${RXE_SYSTEMD_DEBS:-/root/debs}
+          rxe_kvfix_package_dir: $DEBS
           rxe_kvfix_fetch_dir: $work/results
 EOF
 	# the packages (make deb) were installed in the root before boot; without them
 	# the role only checks DKMS and verifies
 	extra=()
-	compgen -G "${RXE_SYSTEMD_DEBS:-/root/debs}/*.deb" >/dev/null || extra=(-e rxe_kvfix_install=false)
+	compgen -G "$DEBS/*.deb" >/dev/null || extra=(-e rxe_kvfix_install=false)
 	t_start "$K systemd ansible: site.yml with connection local against this guest"
 	rc=0
 	(cd "$SRC/packaging/ansible" && ANSIBLE_NOCOLOR=1 timeout 1500 ansible-playbook -i "$inv" \
@@ -109,7 +110,7 @@ EOF
 	cp -a "$work/results" "$OUT/ansible-results" 2>/dev/null
 	t_start "$K systemd ansible: the install tasks report ok, not changed (packages already installed)"
 	if ((${#extra[@]})); then
-		t_skip "no .deb files in ${RXE_SYSTEMD_DEBS:-/root/debs} (make deb was not available), install tasks not run"
+		t_skip "no .deb files in $DEBS (make deb was not available), install tasks not run"
 	elif grep -q 'TASK \[rxe_kvfix : Query the installed versions\]' "$OUT/ansible.log" &&
 		! grep -A3 'TASK \[rxe_kvfix : Install with apt' "$OUT/ansible.log" | grep -q '^changed:'; then
 		t_pass

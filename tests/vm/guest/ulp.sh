@@ -44,7 +44,7 @@ declare -A VERIFY=()
 for PHASE in stock fixed; do
 	dmesg -C
 	load_phase "$K" "$PHASE" ulp || continue
-	rxe_dummy_up rxe0 d0 10.77.0.1/24 "$RXE_BULK_MTU"
+	rxe_dummy_up rxe0 d0 10.77.0.1/24 "$BULK_MTU"
 	# trace the verbs MR allocations of the kernel ULPs
 	if [[ -d $TR/events/rdma_core/mr_alloc ]]; then
 		echo >"$TR/trace"
