@@ -32,49 +32,50 @@ std::uint8_t pattern_byte(std::uint64_t key, std::uint64_t off) {
 namespace {
 constexpr std::uint64_t kWordsPerPage = 512;
 
-// Fill whole words [w0, w0+n) into dst (dst may be unaligned).
-void fill_words(unsigned char* dst, std::uint64_t w0, std::uint64_t n, std::uint64_t key) {
+// The page walk of the two word loops: words [w0, w0+n) a page at a time (a page's
+// words share its page_key). run(first, pk, m, cnt) gets the run's first word as an
+// index from w0, the page's key, that word's w * kWordMul and the run's length; a run
+// that returns false ends the walk, which then returns false.
+template <class Run>
+[[gnu::always_inline]] inline bool walk_pages(std::uint64_t w0, std::uint64_t n, std::uint64_t key, Run&& run) {
   std::uint64_t w = w0;
   const std::uint64_t end = w0 + n;
   while (w < end) {
     std::uint64_t page_end = ((w >> 9) + 1) * kWordsPerPage;
     if (page_end > end) page_end = end;
-    const std::uint64_t pk = page_key(key, w >> 9);
-    std::uint64_t m = w * kWordMul;
-    const std::uint64_t cnt = page_end - w;
-    for (std::uint64_t i = 0; i < cnt; ++i) {
-      std::uint64_t v = pk ^ m;
-      std::memcpy(dst + 8 * i, &v, 8);
-      m += kWordMul;
-    }
-    dst += 8 * cnt;
+    if (!run(w - w0, page_key(key, w >> 9), w * kWordMul, page_end - w)) return false;
     w = page_end;
   }
+  return true;
+}
+
+// Fill whole words [w0, w0+n) into dst (dst may be unaligned).
+void fill_words(unsigned char* dst, std::uint64_t w0, std::uint64_t n, std::uint64_t key) {
+  walk_pages(w0, n, key, [dst](std::uint64_t first, std::uint64_t pk, std::uint64_t m, std::uint64_t cnt) {
+    unsigned char* d = dst + 8 * first;
+    for (std::uint64_t i = 0; i < cnt; ++i) {
+      std::uint64_t v = pk ^ m;
+      std::memcpy(d + 8 * i, &v, 8);
+      m += kWordMul;
+    }
+    return true;
+  });
 }
 
 // Returns true when words [w0, w0+n) in src all match.
 bool words_match(const unsigned char* src, std::uint64_t w0, std::uint64_t n,
                  std::uint64_t key) {
-  std::uint64_t w = w0;
-  const std::uint64_t end = w0 + n;
-  while (w < end) {
-    std::uint64_t page_end = ((w >> 9) + 1) * kWordsPerPage;
-    if (page_end > end) page_end = end;
-    const std::uint64_t pk = page_key(key, w >> 9);
-    std::uint64_t m = w * kWordMul;
-    const std::uint64_t cnt = page_end - w;
+  return walk_pages(w0, n, key, [src](std::uint64_t first, std::uint64_t pk, std::uint64_t m, std::uint64_t cnt) {
+    const unsigned char* s = src + 8 * first;
     std::uint64_t acc = 0;
     for (std::uint64_t i = 0; i < cnt; ++i) {
       std::uint64_t v;
-      std::memcpy(&v, src + 8 * i, 8);
+      std::memcpy(&v, s + 8 * i, 8);
       acc |= v ^ (pk ^ m);
       m += kWordMul;
     }
-    if (acc != 0) return false;
-    src += 8 * cnt;
-    w = page_end;
-  }
-  return true;
+    return acc == 0;
+  });
 }
 }  // namespace
 

@@ -155,6 +155,45 @@ round_note() {
 	printf '%s_%s=%s %s\n' "$4" "$3" "$(now)" "$(cat /proc/loadavg)" >>"$OUT/$1-round-$(printf %02d "$2").txt"
 }
 
+# ab_rounds PART ROUNDS SIZES WHAT SIZE_FN: ROUNDS rounds in ABBA order, one result line
+# each: load the round's module, SIZE_FN FILE SIZE for every size of SIZES (FILE is
+# OUT/PART-rRR-MODULE-SIZE), note the round's clock and load, summarise, unload
+ab_rounds() {
+	local part=$1 rounds=$2 sizes=$3 what=$4 size_fn=$5 r rr mod size files
+	for ((r = 1; r <= rounds; r++)); do
+		mod=$(abba "$r")
+		rr=$(printf %02d "$r")
+		t_start "$K bench $part round $r/$rounds ($mod): $what"
+		round_note "$part" "$r" "$mod" start
+		if ! mod_load "$mod" 2>"$OUT/$part-round-$rr.err"; then
+			t_fail "$(head -c 300 "$OUT/$part-round-$rr.err")"
+			continue
+		fi
+		[[ $part != reg || $r -gt 2 || $mod != fixed ]] || kv fixed_module "$(modinfo -n rdma_rxe) $(cat /sys/module/rdma_rxe/version)"
+		files=()
+		for size in $sizes; do
+			files+=("$OUT/$part-r$rr-$mod-$size")
+			"$size_fn" "${files[-1]}" "$size"
+		done
+		round_note "$part" "$r" "$mod" end
+		summary "$mod" "${files[@]}"
+		mod_unload "$mod" || BAD+="${BAD:+; }rmmod failed"
+		if [[ -z $BAD ]]; then t_pass; else t_fail "${BAD:0:400}"; fi
+		echo "     $FIGS"
+	done
+}
+# a registration round's size: churn x REG_REPS
+# shellcheck disable=SC2317  # called by ab_rounds, by name
+reg_size() { churn "$1" "$2" --count "$REG_REPS" || true; }
+# a fragmented round's size: top the fragmenter up, register once, vmstat around it
+# shellcheck disable=SC2317  # called by ab_rounds, by name
+frag_size() {
+	rxe_frag_topup || echo "     (the fragmenter did not confirm top-up $((FRAG_TOPUPS + 1)))"
+	cp /proc/vmstat "$1.vmstat0"
+	churn "$1" "$2" --count 1 --force || true
+	cp /proc/vmstat "$1.vmstat1"
+}
+
 # ====================================================================== 1. registration
 dmesg -C
 : >"$OUT/bench-stock-dmesg.txt"
@@ -162,27 +201,7 @@ dmesg -C
 kv stock_module "$(stock_module "$K")"
 if part reg; then
 	kv t_reg_start "$(now)"
-	for ((r = 1; r <= ROUNDS; r++)); do
-		mod=$(abba "$r")
-		rr=$(printf %02d "$r")
-		t_start "$K bench reg round $r/$ROUNDS ($mod): churn x $REG_REPS of $SIZES_BOTH"
-		round_note reg "$r" "$mod" start
-		if ! mod_load "$mod" 2>"$OUT/reg-round-$rr.err"; then
-			t_fail "$(head -c 300 "$OUT/reg-round-$rr.err")"
-			continue
-		fi
-		[[ $r -gt 2 || $mod != fixed ]] || kv fixed_module "$(modinfo -n rdma_rxe) $(cat /sys/module/rdma_rxe/version)"
-		files=()
-		for size in $SIZES_BOTH; do
-			files+=("$OUT/reg-r$rr-$mod-$size")
-			churn "${files[-1]}" "$size" --count "$REG_REPS" || true
-		done
-		round_note reg "$r" "$mod" end
-		summary "$mod" "${files[@]}"
-		mod_unload "$mod" || BAD+="${BAD:+; }rmmod failed"
-		if [[ -z $BAD ]]; then t_pass; else t_fail "${BAD:0:400}"; fi
-		echo "     $FIGS"
-	done
+	ab_rounds reg "$ROUNDS" "$SIZES_BOTH" "churn x $REG_REPS of $SIZES_BOTH" reg_size
 	if [[ -n $SIZES_FIXED_ONLY ]]; then
 		t_start "$K bench reg rxe-kvfix only: churn x $REG_REPS of $SIZES_FIXED_ONLY (per-GiB cost beyond stock's limit)"
 		if mod_load fixed 2>"$OUT/reg-fixed-only.err"; then
@@ -230,30 +249,7 @@ if part frag; then
 		if rxe_frag_start "$OUT/frag-fragment.log"; then
 			t_pass
 			grep -E '^fragment: (filling|holding|topup 0)' "$OUT/frag-fragment.log" | sed 's/^/     /'
-			for ((r = 1; r <= FRAG_ROUNDS; r++)); do
-				mod=$(abba "$r")
-				rr=$(printf %02d "$r")
-				t_start "$K bench frag round $r/$FRAG_ROUNDS ($mod): register $FRAG_SIZES once each, fragmented"
-				round_note frag "$r" "$mod" start
-				if ! mod_load "$mod" 2>"$OUT/frag-round-$rr.err"; then
-					t_fail "$(head -c 300 "$OUT/frag-round-$rr.err")"
-					continue
-				fi
-				files=()
-				for size in $FRAG_SIZES; do
-					f=$OUT/frag-r$rr-$mod-$size
-					files+=("$f")
-					rxe_frag_topup || echo "     (the fragmenter did not confirm top-up $((FRAG_TOPUPS + 1)))"
-					cp /proc/vmstat "$f.vmstat0"
-					churn "$f" "$size" --count 1 --force || true
-					cp /proc/vmstat "$f.vmstat1"
-				done
-				round_note frag "$r" "$mod" end
-				summary "$mod" "${files[@]}"
-				mod_unload "$mod" || BAD+="${BAD:+; }rmmod failed"
-				if [[ -z $BAD ]]; then t_pass; else t_fail "${BAD:0:400}"; fi
-				echo "     $FIGS"
-			done
+			ab_rounds frag "$FRAG_ROUNDS" "$FRAG_SIZES" "register $FRAG_SIZES once each, fragmented" frag_size
 		else
 			t_fail "no 'ready' within 600 s: $(tail -n2 "$OUT/frag-fragment.log" | tr '\n' ' ')"
 		fi
