@@ -49,7 +49,7 @@ classify() { # FILE
 rxe_kvfix_tree_version() {
 	awk -F' *= *' '$1 == "VERSION" { v = $2 } $1 == "PATCHLEVEL" { p = $2 }
 		$1 == "SUBLEVEL" { s = $2 } $1 == "EXTRAVERSION" { e = $2 }
-		END { if (v != "") printf "%s.%s.%s%s\n", v, p, s, e }' "$1/Makefile"
+		END { if (v != "") printf "%s.%s.%s%s\n", v, p, (s == "" ? 0 : s), e }' "$1/Makefile"
 }
 
 # rxe_kvfix_status RXE_MR_C: in one line, what classify_why decided for this
