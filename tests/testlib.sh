@@ -127,12 +127,22 @@ t_config_arg() {
 #   t_ccache_begin        remember them before a build (the cache $CCACHE_DIR)
 #   t_ccache_end          append "(ccache: N hits, M compiled)" to the current test's
 #                         name; nothing when t_ccache_begin was not called
+#   t_ccache_use BASEDIR  the one set-up of every build through ccache: export CCACHE_DIR
+#                         (<cache>/ccache), CCACHE_BASEDIR=BASEDIR (paths below it hashed
+#                         relative, so another clone hits), CCACHE_NOHASHDIR=1; set
+#                         T_CCACHE_CMAKE to CMake's launcher arguments; t_ccache_begin
 t_ccache_on() { [[ ${RXE_CCACHE:-1} == 1 ]] && command -v ccache >/dev/null; }
 t_ccache_stats() {
 	ccache --print-stats 2>/dev/null | awk -F'\t' '$1 ~ /^(direct|preprocessed)_cache_hit$/ {h += $2} $1 == "cache_miss" {m = $2} END {print h + 0, m + 0}'
 }
 T_CCACHE0=''
 t_ccache_begin() { T_CCACHE0=$(t_ccache_stats); }
+t_ccache_use() {
+	export CCACHE_DIR=${RXE_CACHE:-/var/cache/rxe-kvfix}/ccache CCACHE_BASEDIR=$1 CCACHE_NOHASHDIR=1
+	# shellcheck disable=SC2034  # read by the callers
+	T_CCACHE_CMAKE=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+	t_ccache_begin
+}
 t_ccache_end() {
 	[[ -n $T_CCACHE0 ]] || return 0
 	local h0 m0 h1 m1
