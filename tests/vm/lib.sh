@@ -228,22 +228,32 @@ rxe_overlay_umount() {
 # validate tests and the debug kernel read it, never write it). Prints its path;
 # "extracted in N s" or "cached" on stderr.
 rxe_kernel_tree() {
-    local lower=$1 xy=$2 ver=$3 dir tmp t0=$SECONDS
+    local lower=$1 xy=$2 ver=$3 dir tmp lk t0=$SECONDS extracted=0
     dir=$(rxe_cache_dir)/trees/linux-source-${xy}_$ver
     if [[ ! -f $dir/.complete ]]; then
         mkdir -p "$(dirname "$dir")"
-        tmp=$(mktemp -d "$dir.tmp.XXXXXX")
-        if ! tar -xf "$lower/usr/src/linux-source-$xy.tar.xz" -C "$tmp" --strip-components=1; then
-            rm -rf "$tmp"
-            return 1
+        # one extraction at a time (the kmod and vm stages may want the same tree)
+        exec {lk}>"$dir.lock"
+        flock "$lk"
+        if [[ ! -f $dir/.complete ]]; then
+            # what an extraction killed before it finished left behind (1.6 GB each):
+            # with the lock held, nobody is extracting into it
+            rm -rf "$dir".tmp.*
+            tmp=$(mktemp -d "$dir.tmp.XXXXXX")
+            if ! tar -xf "$lower/usr/src/linux-source-$xy.tar.xz" -C "$tmp" --strip-components=1; then
+                rm -rf "$tmp"
+                exec {lk}>&-
+                return 1
+            fi
+            touch "$tmp/.complete"
+            rm -rf "$dir"
+            mv -T "$tmp" "$dir"
+            echo "     linux-source-$xy $ver extracted into $dir in $((SECONDS - t0)) s" >&2
+            extracted=1
         fi
-        touch "$tmp/.complete"
-        rm -rf "$dir"
-        mv -T "$tmp" "$dir"
-        echo "     linux-source-$xy $ver extracted into $dir in $((SECONDS - t0)) s" >&2
-    else
-        echo "     linux-source-$xy $ver: the tree cached in $dir" >&2
+        exec {lk}>&-
     fi
+    ((extracted)) || echo "     linux-source-$xy $ver: the tree cached in $dir" >&2
     printf '%s\n' "$dir"
 }
 
