@@ -26,6 +26,7 @@ if [[ -n $TREE ]]; then
 		! touch "$TREE/.rxe-kvfix-write-probe" 2>/dev/null; then
 		t_pass
 	else
+		rm -f "$TREE/.rxe-kvfix-write-probe" 2>/dev/null # a writable tree keeps nothing of ours
 		t_fail "not a kernel tree, or writable (Makefile, scripts/checkpatch.pl, rxe_mr.c; a write must fail)"
 		exit 1
 	fi
