@@ -8,8 +8,9 @@
 #
 # Sets SRC (the checkout in the guest, /root/rxe-kvfix), OUT (results:
 # $RXE_GUEST_RESULTS, default /results), exports RXE_RESULTS (OUT/results.tsv, read
-# by testlib), RV (rxe-verify, /usr/local/bin/rxe-verify); sources SRC/tests/testlib.sh (t_suite, t_start, t_pass,
-# t_fail, t_skip, t_check) when the checkout is there. Defines:
+# by testlib), RV (rxe-verify, /usr/local/bin/rxe-verify); sources
+# SRC/tests/testlib.sh (t_suite, t_start, t_pass, t_fail, t_skip, t_check) when the
+# checkout is there. Defines:
 #
 #   rxe_guest_main SUITE MIN MAX "$@"
 #                                   the opening of a guest script: -h/--help prints its
