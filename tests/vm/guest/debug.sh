@@ -165,22 +165,28 @@ fi
 # fi_range: FUNCTION|START|END|REJECT_START|REJECT_END (hex) for the stack-trace filter
 # of the loaded rdma_rxe: the function that allocates the page-info array
 # (__alloc_mr_page_info, or alloc_mr_page_info); when the compiler inlined both into
-# rxe_mr_init_user, that function, with ib_umem_get (its other allocations) rejected
+# rxe_mr_init_user (DKMS's build of rxe-kvfix on the debug kernel does), that function,
+# with the umem pinning it calls (its other allocations) rejected: ib_umem_get, or
+# ib_umem_get_desc where ib_umem_get_va is an inline wrapper of it (7.2)
 fi_range() {
-	local fn start end rs=0 re=0
+	local fn start end rs='' re=0 umem
 	next_after() { awk '{ print $1 }' /proc/kallsyms | sort -u | awk -v s="$1" 'found { print; exit } $1 == s { found = 1 }'; }
 	for fn in __alloc_mr_page_info alloc_mr_page_info; do
 		start=$(awk -v f="$fn" '$3 == f && $4 == "[rdma_rxe]" { print $1; exit }' /proc/kallsyms)
 		[[ -z $start ]] || break
 	done
 	if [[ -z $start ]]; then
-		fn="rxe_mr_init_user (the page-info allocation inlined there; ib_umem_get rejected)"
 		start=$(awk '$3 == "rxe_mr_init_user" && $4 == "[rdma_rxe]" { print $1; exit }' /proc/kallsyms)
-		rs=$(awk '$3 == "ib_umem_get" { print $1; exit }' /proc/kallsyms)
+		for umem in ib_umem_get ib_umem_get_desc; do
+			rs=$(awk -v f="$umem" '$3 == f { print $1; exit }' /proc/kallsyms)
+			[[ -z $rs ]] || break
+		done
+		fn="rxe_mr_init_user (the page-info allocation inlined there; $umem rejected)"
 		[[ -n $start && -n $rs ]] || return 1
 		re=0x$(next_after "$rs")
 		rs=0x$rs
 	fi
+	[[ -n $rs ]] || rs=0
 	end=$(next_after "$start")
 	[[ -n $end ]] || return 1
 	printf '%s|0x%s|0x%s|%s|%s\n' "$fn" "$start" "$end" "$rs" "$re"
@@ -254,7 +260,7 @@ if want inject; then
 			t_pass
 			printf '     %s: [%s, %s)%s\n' "$FI_FN" "$FI_START" "$FI_END" "$([[ $FI_RS == 0 ]] || echo ", rejected [$FI_RS, $FI_RE)")"
 		else
-			t_fail "neither __alloc_mr_page_info, alloc_mr_page_info nor rxe_mr_init_user (with ib_umem_get) in /proc/kallsyms"
+			t_fail "neither __alloc_mr_page_info, alloc_mr_page_info nor rxe_mr_init_user (with ib_umem_get or ib_umem_get_desc) in /proc/kallsyms"
 			continue
 		fi
 		if [[ $mod == rxe-kvfix ]]; then
