@@ -31,7 +31,7 @@
 #             other) fails with ENOMEM, rxe-verify says so, and the next one (rxe-verify
 #             run, verified traffic) passes; the stock module the same at 256 MiB, a
 #             size it can register. 0002's resize path (rxe_map_mr_sg) is not reached
-#             from user verbs: the ulp part's fast-reg MRs run it without injection
+#             from user verbs: only kernel ULPs' fast-reg MRs (the ulp part) run it
 #   kmemleak  two scans after everything: no leak whose trace names rdma_rxe, ib_ or
 #             rdma (others are listed)
 # The kernel log is read from /dev/kmsg for the whole run and cut at each part: every
@@ -64,6 +64,8 @@ section() {
 	awk -v m="rxe-kvfix-debug: part $1\$" '
 		/rxe-kvfix-debug: part / { on = ($0 ~ m); next } on { sub(/^[^;]*;/, ""); print }' "$KMSG"
 }
+# boot_log: the kernel log before the first part's mark (the boot and the checkers part)
+boot_log() { awk '/rxe-kvfix-debug: part / { exit } { sub(/^[^;]*;/, ""); print }' "$KMSG"; }
 # clean NAME [EXCLUDE]: part NAME's kernel log has no report (each quoted when there
 # is one); lines matching EXCLUDE are another test's business
 clean() {
@@ -106,7 +108,7 @@ if want checkers; then
 	fi
 	# the boot itself, before any part: the log up to the first mark
 	t_start "$K debug checkers: no KASAN, KFENCE, lockdep, BUG or WARNING report while the kernel booted"
-	bad=$(awk '/rxe-kvfix-debug: part / { exit } { sub(/^[^;]*;/, ""); print }' "$KMSG" | grep -E "$REPORT" || true)
+	bad=$(boot_log | grep -E "$REPORT" || true)
 	if [[ -z $bad ]]; then
 		t_pass
 	else
@@ -114,7 +116,7 @@ if want checkers; then
 		# shows as a KASAN wild-memory-access in handle_edge_irq: tests/vm/README.md
 		# "Early-boot oops under TCG")
 		t_fail "$(wc -l <<<"$bad") report line(s), the first: $(head -n1 <<<"$bad")"
-		awk '/rxe-kvfix-debug: part / { exit } { sub(/^[^;]*;/, ""); print }' "$KMSG" | grep -E -B2 -A25 "$REPORT" | head -n 40 | sed 's/^/     | /'
+		boot_log | grep -E -B2 -A25 "$REPORT" | head -n 40 | sed 's/^/     | /'
 	fi
 	# what kmemleak holds from boot is not ours: cleared so the scans at the end see this run
 	echo clear >"$DBG/kmemleak" 2>/dev/null || true
@@ -169,7 +171,7 @@ fi
 # with the umem pinning it calls (its other allocations) rejected: ib_umem_get, or
 # ib_umem_get_desc where ib_umem_get_va is an inline wrapper of it (7.2)
 fi_range() {
-	local fn start end rs='' re=0 umem
+	local fn start end rs=0 re=0 umem
 	next_after() { awk '{ print $1 }' /proc/kallsyms | sort -u | awk -v s="$1" 'found { print; exit } $1 == s { found = 1 }'; }
 	for fn in __alloc_mr_page_info alloc_mr_page_info; do
 		start=$(awk -v f="$fn" '$3 == f && $4 == "[rdma_rxe]" { print $1; exit }' /proc/kallsyms)
@@ -177,6 +179,7 @@ fi_range() {
 	done
 	if [[ -z $start ]]; then
 		start=$(awk '$3 == "rxe_mr_init_user" && $4 == "[rdma_rxe]" { print $1; exit }' /proc/kallsyms)
+		rs=''
 		for umem in ib_umem_get ib_umem_get_desc; do
 			rs=$(awk -v f="$umem" '$3 == f { print $1; exit }' /proc/kallsyms)
 			[[ -z $rs ]] || break
@@ -186,7 +189,6 @@ fi_range() {
 		re=0x$(next_after "$rs")
 		rs=0x$rs
 	fi
-	[[ -n $rs ]] || rs=0
 	end=$(next_after "$start")
 	[[ -n $end ]] || return 1
 	printf '%s|0x%s|0x%s|%s|%s\n' "$fn" "$start" "$end" "$rs" "$re"
