@@ -94,6 +94,9 @@ $BB mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
 [ -e /dev/fd ] || $BB ln -s /proc/self/fd /dev/fd
 [ -d /results ] || $BB mkdir -p /results || die "cannot create /results in the guest root"
 $BB mount -t 9p -o "$opts,cache=none" rxeout /results || die "cannot mount the results share"
+# the kernel booted far enough to run init: vm-run's boot-stall watch ends here (under
+# systemd the command starts only after the boot's own jobs, which may take minutes)
+$BB cut -d' ' -f1 /proc/uptime >/results/guest-booted
 while read -r tag path mode; do
     [ -n "$tag" ] || continue
     $BB mkdir -p "$path" || die "cannot create $path for share $tag"
