@@ -73,6 +73,7 @@ MNT=$(mktemp -d /var/tmp/rxe-kvfix-fedora.XXXXXX)
 cleanup() { rxe_overlay_umount "$MNT" 2>/dev/null || true; rmdir "$MNT" 2>/dev/null || true; }
 trap cleanup EXIT
 rxe_overlay_mount "$lower" "$MNT"
+rxe_kbuild_ccache_mount "$MNT"
 t0=$SECONDS
 t_start "Fedora-shaped root made from the sid root: os-release fedora 44, no linux-source, /usr/src/kernels, source RPMs"
 if out=$("$HERE/fedora-shape.sh" --stage "$B" "${unaff[@]}" "$MNT" 2>&1); then
@@ -91,7 +92,7 @@ cp "$BUMP"/rxe-kvfix-dkms-*.noarch.rpm "$MNT/root/rpms-bump/"
 rc=0
 step() { # NAME ARGS...: one step of in-root-rpm.sh, its cost
 	local t=$SECONDS r=0
-	chroot "$MNT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+	chroot "$MNT" /usr/bin/env -i "${KBUILD_ENV[@]}" HOME=/root LANG=C.UTF-8 \
 		RXE_RESULTS=/root/results.tsv /root/rxe-kvfix/tests/pkg/in-root-rpm.sh /root/rxe-kvfix "$@" || r=$?
 	echo "--- Fedora-shaped $1: $((SECONDS - t)) s"
 	((r == 0)) || rc=1

@@ -257,6 +257,42 @@ rxe_kernel_tree() {
     printf '%s\n' "$dir"
 }
 
+# rxe_kbuild_ccache_mount MNT: set KBUILD_ENV, the PATH (and CCACHE_DIR) a command
+# chrooted into the root at MNT runs with (for `env -i`). When the setting ccache is
+# 1 and the root has ccache (tests/vm/mkroot installs it), <cache>/ccache-kbuild is
+# bind-mounted at MNT/var/cache/rxe-kvfix-kbuild and PATH starts with /usr/lib/ccache:
+# kbuild's compiler (the headers' x86_64-linux-gnu-gcc-N, looked up on PATH by make,
+# kept by apt, dpkg and dkms) then runs through ccache, so the same source built
+# against the same headers is compiled once; modpost, the link, BTF and the signature
+# run every time. rxe_kbuild_ccache_umount MNT undoes the mount (rxe_overlay_umount
+# does too); a root booted by vm-run must have it undone.
+KBUILD_ENV=()
+# shellcheck disable=SC2034  # read by the callers
+rxe_kbuild_ccache_mount() {
+    local mnt=$1 dir=/var/cache/rxe-kvfix-kbuild path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    KBUILD_ENV=("PATH=$path")
+    [[ ${RXE_CCACHE:-1} == 1 && -x $mnt/usr/bin/ccache && -d $mnt/usr/lib/ccache ]] || return 0
+    mkdir -p "$(rxe_cache_dir)/ccache-kbuild" "$mnt$dir"
+    mountpoint -q "$mnt$dir" || mount --bind "$(rxe_cache_dir)/ccache-kbuild" "$mnt$dir"
+    KBUILD_ENV=("PATH=/usr/lib/ccache:$path" "CCACHE_DIR=$dir")
+}
+rxe_kbuild_ccache_umount() {
+    local m=$1/var/cache/rxe-kvfix-kbuild
+    if mountpoint -q "$m"; then umount "$m" 2>/dev/null || umount -l "$m" || true; fi
+}
+
+# rxe_kbuild_ccache_stats: "HITS MISSES" of <cache>/ccache-kbuild so far ("0 0" without it)
+rxe_kbuild_ccache_stats() {
+    local d
+    d=$(rxe_cache_dir)/ccache-kbuild
+    if [[ -d $d ]] && command -v ccache >/dev/null; then
+        CCACHE_DIR=$d ccache --print-stats 2>/dev/null |
+            awk -F'\t' '$1 ~ /^(direct|preprocessed)_cache_hit$/ {h += $2} $1 == "cache_miss" {m = $2} END {print h + 0, m + 0}'
+    else
+        echo "0 0"
+    fi
+}
+
 rxe_copy_checkout() {
     mkdir -p "$1/root/rxe-kvfix"
     tar -C "$REPO_DIR" --exclude=./build --exclude='./build-*' --exclude=./_build \
