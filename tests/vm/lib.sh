@@ -260,25 +260,41 @@ rxe_kernel_tree() {
 # rxe_kbuild_ccache_mount MNT: set KBUILD_ENV, the PATH (and CCACHE_DIR) a command
 # chrooted into the root at MNT runs with (for `env -i`). When the setting ccache is
 # 1 and the root has ccache (tests/vm/mkroot installs it), <cache>/ccache-kbuild is
-# bind-mounted at MNT/var/cache/rxe-kvfix-kbuild and PATH starts with /usr/lib/ccache:
-# kbuild's compiler (the headers' x86_64-linux-gnu-gcc-N, looked up on PATH by make,
-# kept by apt, dpkg and dkms) then runs through ccache, so the same source built
-# against the same headers is compiled once; modpost, the link, BTF and the signature
-# run every time. rxe_kbuild_ccache_umount MNT undoes the mount (rxe_overlay_umount
-# does too); a root booted by vm-run must have it undone.
+# bind-mounted at MNT/var/cache/rxe-kvfix-kbuild and kbuild's compiler (the headers'
+# x86_64-linux-gnu-gcc-N, looked up on PATH by make) runs through ccache: PATH starts
+# with /usr/lib/ccache for commands run directly, and because apt hands dpkg its own
+# PATH (DPkg::Path) and rpm its scriptlets theirs (%_install_script_path), the overlay
+# gets, for the time of the mount, an apt.conf.d file and an rpm macro file that put
+# /usr/lib/ccache first there too, and /etc/ccache.conf naming the cache. The same
+# source built against the same headers is then compiled once; modpost, the link, BTF
+# and the signature run every time. rxe_kbuild_ccache_umount MNT removes the files and
+# the mount (rxe_overlay_umount unmounts too); a root booted by vm-run must have had it.
+# rxe_kbuild_ccache_clean DIR removes the files from DIR (a root or a copied upper layer).
 KBUILD_ENV=()
+KBUILD_CCACHE_FILES=(etc/ccache.conf etc/apt/apt.conf.d/99harness-kbuild-ccache etc/rpm/macros.harness-kbuild-ccache)
 # shellcheck disable=SC2034  # read by the callers
 rxe_kbuild_ccache_mount() {
     local mnt=$1 dir=/var/cache/rxe-kvfix-kbuild path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
     KBUILD_ENV=("PATH=$path")
     [[ ${RXE_CCACHE:-1} == 1 && -x $mnt/usr/bin/ccache && -d $mnt/usr/lib/ccache ]] || return 0
-    mkdir -p "$(rxe_cache_dir)/ccache-kbuild" "$mnt$dir"
+    mkdir -p "$(rxe_cache_dir)/ccache-kbuild" "$mnt$dir" "$mnt/etc/apt/apt.conf.d" "$mnt/etc/rpm"
     mountpoint -q "$mnt$dir" || mount --bind "$(rxe_cache_dir)/ccache-kbuild" "$mnt$dir"
+    printf '# test harness only (rxe_kbuild_ccache_mount)\ncache_dir = %s\n' "$dir" >"$mnt/etc/ccache.conf"
+    printf '// test harness only (rxe_kbuild_ccache_mount)\nDPkg::Path "/usr/lib/ccache:/usr/sbin:/usr/bin:/sbin:/bin";\n' \
+        >"$mnt/etc/apt/apt.conf.d/99harness-kbuild-ccache"
+    printf '# test harness only (rxe_kbuild_ccache_mount)\n%%_install_script_path /usr/lib/ccache:/sbin:/bin:/usr/sbin:/usr/bin\n' \
+        >"$mnt/etc/rpm/macros.harness-kbuild-ccache"
     KBUILD_ENV=("PATH=/usr/lib/ccache:$path" "CCACHE_DIR=$dir")
+}
+rxe_kbuild_ccache_clean() {
+    local f
+    for f in "${KBUILD_CCACHE_FILES[@]}"; do rm -f "${1:?}/$f"; done
+    rmdir "$1/etc/rpm" "$1/var/cache/rxe-kvfix-kbuild" 2>/dev/null || true
 }
 rxe_kbuild_ccache_umount() {
     local m=$1/var/cache/rxe-kvfix-kbuild
     if mountpoint -q "$m"; then umount "$m" 2>/dev/null || umount -l "$m" || true; fi
+    rxe_kbuild_ccache_clean "$1"
 }
 
 # rxe_kbuild_ccache_stats: "HITS MISSES" of <cache>/ccache-kbuild so far ("0 0" without it)
