@@ -297,16 +297,17 @@ rxe_kbuild_ccache_umount() {
     rxe_kbuild_ccache_clean "$1"
 }
 
-# rxe_kbuild_ccache_stats: "HITS MISSES" of <cache>/ccache-kbuild so far ("0 0" without it)
-rxe_kbuild_ccache_stats() {
-    local d
+# rxe_kbuild_ccache_report begin|end: a stage's use of <cache>/ccache-kbuild. begin
+# remembers its hits and misses (t_ccache_stats of tests/testlib.sh, which the stages
+# source); end prints the stage's line "kbuild through ccache ...: N hits, M compiled"
+KBUILD_CCACHE0=''
+rxe_kbuild_ccache_report() {
+    local d h=0 m=0 h0 m0
     d=$(rxe_cache_dir)/ccache-kbuild
-    if [[ -d $d ]] && command -v ccache >/dev/null; then
-        CCACHE_DIR=$d ccache --print-stats 2>/dev/null |
-            awk -F'\t' '$1 ~ /^(direct|preprocessed)_cache_hit$/ {h += $2} $1 == "cache_miss" {m = $2} END {print h + 0, m + 0}'
-    else
-        echo "0 0"
-    fi
+    if [[ -d $d ]] && command -v ccache >/dev/null; then read -r h m < <(CCACHE_DIR=$d t_ccache_stats); fi
+    if [[ $1 == begin ]]; then KBUILD_CCACHE0="$h $m"; return 0; fi
+    read -r h0 m0 <<<"${KBUILD_CCACHE0:-$h $m}"
+    echo "--- kbuild through ccache in the build roots, during this stage (and anything beside it): $((h - h0)) hits, $((m - m0)) compiled"
 }
 
 rxe_copy_checkout() {
