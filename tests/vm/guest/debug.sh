@@ -6,7 +6,7 @@
 #
 #   debug.sh KERNELRELEASE EXPECT [PARTS]
 #
-# PARTS (comma list, default checkers,stock,fixed,pyverbs,stress,inject,kmemleak; ulp on request):
+# PARTS (comma list, default all: checkers,stock,fixed,pyverbs,ulp,stress,inject,kmemleak):
 #   checkers  KASAN, KFENCE, kmemleak and lockdep said at boot that they are on; the
 #             fault-injection knobs are in debugfs
 #   stock     the debug kernel's own rdma_rxe (guest/proof.sh stock-short): 1 GiB + 16 B
@@ -16,9 +16,9 @@
 #             4 GiB sampled, 1 GiB full span both ways, probe to 2 GiB
 #   pyverbs   rdma-core's pyverbs MR/RDMA tests on both modules (guest/pyverbs.sh)
 #   ulp       NVMe over RDMA over rxe, fio with crc32c verification, on both modules
-#             (guest/ulp.sh): a kernel consumer of rxe's fast-registration MRs. Not in
-#             the default list: at ulp.sh's fio sizes the first 4 KiB job had not ended
-#             after 5 min under KASAN (2026-12-04), so 12 jobs would take hours
+#             (guest/ulp.sh): a kernel consumer of rxe's fast-registration MRs, whose
+#             page-info array the patch allocates with kvcalloc() too; under KASAN
+#             ulp.sh runs fio with 4 MiB a job (64 MiB elsewhere)
 #   stress    guest/stress.sh in its debug form: churn (2 GiB x 50, 1 GiB x 3 with
 #             traffic), concurrency (four verifiers at once), lifecycle (5 module
 #             load/unload cycles)
@@ -43,7 +43,7 @@ usage() { echo "Usage: debug.sh KERNELRELEASE EXPECT [checkers,stock,fixed,pyver
 # shellcheck source=tests/vm/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-debug 2 3 "$@"
-K=$1 EXPECT=$2 PARTS=${3:-checkers,stock,fixed,pyverbs,stress,inject,kmemleak}
+K=$1 EXPECT=$2 PARTS=${3:-checkers,stock,fixed,pyverbs,ulp,stress,inject,kmemleak}
 G=$(dirname "${BASH_SOURCE[0]}")
 DBG=/sys/kernel/debug
 KMSG=$OUT/debug-kmsg.log
