@@ -7,7 +7,8 @@
 # first:  the unit ran (condition true), exit success, one verdict line at journal
 #         priority notice saying PASS, JSON under /var/lib/rxe-verify/K/ with
 #         verdict pass and module rxe-kvfix; the rxe device it created on the
-#         test-only dummy netdev is gone again, the netdev untouched.
+#         test-only dummy netdev is gone again, the netdev untouched (address,
+#         MAC; its details in netdev.txt).
 # second: same kernel again: the unit's condition is false (it did not run), no
 #         verdict line in this boot, the first boot's results unchanged.
 # ansible: packaging/ansible/site.yml with connection local against this guest
@@ -26,6 +27,7 @@ K=$1 PHASE=$2 ANSIBLE=${3:-}
 UNIT="rxe-verify-boot.service"
 STATE=/var/lib/rxe-verify/$K
 NETDEV=rxetest0 # made by the test-only unit rxe-kvfix-test-netdev.service
+NETDEV_MAC=02:00:0a:4d:09:01 # the address that unit gives it
 DEBS=/root/debs # .debs for the playbook to install, when a run puts some there
 
 prop() { systemctl show -P "$1" "$UNIT"; }
@@ -36,6 +38,7 @@ journalctl -b -u "$UNIT" --no-pager -o short-monotonic >"$OUT/journal-unit.txt" 
 journalctl -b -t rxe-verify-boot --no-pager -o verbose --output-fields=PRIORITY,MESSAGE >"$OUT/journal-verdict.txt" 2>&1
 systemctl show "$UNIT" -p ConditionResult -p Result -p ExecMainStatus -p ActiveState >"$OUT/unit-state.txt"
 cat "$OUT/unit-state.txt"
+{ echo "addr_assign_type=$(cat "/sys/class/net/$NETDEV/addr_assign_type" 2>&1)"; ip -d link show "$NETDEV"; udevadm info "/sys/class/net/$NETDEV"; } >"$OUT/netdev.txt" 2>&1
 verdict_line=$(journalctl -b -t rxe-verify-boot -p notice..notice -o cat --no-pager | grep "^rxe-verify-boot: kernel $K:" || true)
 
 if [[ $PHASE == first ]]; then
@@ -64,10 +67,11 @@ if [[ $PHASE == first ]]; then
 	t_start "$K systemd first: the rxe device the check made on $NETDEV is gone, $NETDEV untouched"
 	left=$(find /sys/class/infiniband -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null)
 	addr=$(ip -4 -o addr show dev "$NETDEV" 2>/dev/null | awk '{print $4}')
-	if [[ -z $left && $addr == 10.77.9.1/24 ]] && grep -q "on rxe_boot" "$STATE/summary"; then
+	mac=$(cat "/sys/class/net/$NETDEV/address" 2>/dev/null)
+	if [[ -z $left && $addr == 10.77.9.1/24 && $mac == "$NETDEV_MAC" ]] && grep -q "on rxe_boot" "$STATE/summary"; then
 		t_pass
 	else
-		t_fail "rdma devices left: '$left', $NETDEV address '$addr', summary: $(cat "$STATE/summary" 2>/dev/null)"
+		t_fail "rdma devices left: '$left', $NETDEV address '$addr' MAC '$mac' (see netdev.txt), summary: $(cat "$STATE/summary" 2>/dev/null)"
 	fi
 else
 	t_start "$K systemd second: $UNIT skipped on the second boot of $K (condition false)"
