@@ -243,7 +243,7 @@ inject_case() {
 		t_fail "exit $(cat "$f.rc"), $forced forced failure(s): $(jget "$f" 'j.get("failure"), [i.get("reg_errno") for i in j.get("iterations") or []]') $(head -c 200 "$f.err")"
 	fi
 	t_start "$K debug inject $mod: with $kind off again, $size+$off B registers and passes verified traffic"
-	f=$(fi_reg "$name-after" 0 run -s "$size" --offset "$off" --mode sampled --no-progress)
+	f=$(fi_reg "$name-after" 0 run "${RV_OP_DEADLINE[@]}" -s "$size" --offset "$off" --mode sampled --no-progress)
 	if [[ $(cat "$f.rc") == 0 && $(jget "$f" 'r["registered"] and r["result"] == "pass"') == true ]]; then
 		t_pass
 	else

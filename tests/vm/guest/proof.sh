@@ -57,7 +57,7 @@ if grep -qw kasan_report /proc/kallsyms 2>/dev/null; then RUN_LIMIT=2400; fi
 rv() {
 	local phase=$1 size=$2 off=$3 mode=$4 split=${5:-1} f rc=0
 	f=$OUT/$phase-$size$([[ $off == 0 ]] || echo "+$off")$([[ $mode == sampled ]] || echo "-$mode")$([[ $split == 1 ]] || echo "-split$split").json
-	timeout "$RUN_LIMIT" "$RV" run -d rxe0 -s "$size" --offset "$off" --mode "$mode" --split "$split" --json >"$f" 2>"$f.err" || rc=$?
+	timeout "$RUN_LIMIT" "$RV" run "${RV_OP_DEADLINE[@]}" -d rxe0 -s "$size" --offset "$off" --mode "$mode" --split "$split" --json >"$f" 2>"$f.err" || rc=$?
 	echo "$rc" >"$f.rc"
 	printf '%s\n' "$f"
 }

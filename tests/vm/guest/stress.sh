@@ -314,7 +314,7 @@ part_concurrency() {
 	t_start "$K rxe-kvfix concurrency: four rxe-verify processes, 1 GiB each, verified loops, at once"
 	t0=$SECONDS
 	for i in 1 2 3 4; do
-		timeout 1800 "$RV" run -d rxe0 -s 1G -m sampled --json --no-progress \
+		timeout 1800 "$RV" run "${RV_OP_DEADLINE[@]}" -d rxe0 -s 1G -m sampled --json --no-progress \
 			>"$OUT/stress-concurrent-$i.json" 2>"$OUT/stress-concurrent-$i.err" &
 		pids+=($!)
 	done
