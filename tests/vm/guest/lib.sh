@@ -65,14 +65,15 @@ OUT=${RXE_GUEST_RESULTS:-/results}
 export RXE_RESULTS=$OUT/results.tsv
 # shellcheck disable=SC2034  # used by the scripts that source this file
 RV=/usr/local/bin/rxe-verify
-# rxe-verify run's deadline per RDMA operation: its default (30 s + 1 s per 4 MiB in
-# flight, 62 s for the full span's two 64 MiB WRITEs); on a kernel with KASAN (the
-# debug kernel: kasan_report in its symbols) 600 s, since there the data path is ~10x
-# slower under TCG and one 64 MiB WRITE went past 62 s with two guests beside it
-# (2026-12-05). Empty elsewhere, so that a stalled transfer still fails in a minute
-RV_OP_DEADLINE=()
+# GUEST_KASAN=1 on a kernel with KASAN (the debug kernel: kasan_report in its
+# symbols), where the data path is ~10x slower under TCG; the scripts size their time
+# limits by it. RV_OP_DEADLINE: rxe-verify run's deadline per RDMA operation, its
+# default (30 s + 1 s per 4 MiB in flight: 62 s for the full span's two 64 MiB
+# WRITEs) but 600 s under KASAN, where one 64 MiB WRITE went past 62 s with two guests
+# beside it (2026-12-05); elsewhere a stalled transfer still fails within a minute
+GUEST_KASAN=0 RV_OP_DEADLINE=()
 # shellcheck disable=SC2034  # used by the scripts that source this file
-if grep -qw kasan_report /proc/kallsyms 2>/dev/null; then RV_OP_DEADLINE=(--timeout 600); fi
+if grep -qw kasan_report /proc/kallsyms 2>/dev/null; then GUEST_KASAN=1 RV_OP_DEADLINE=(--timeout 600); fi
 GUEST_STATE=/run/rxe-kvfix-guest
 # The netdev MTU of the scenarios that move gigabytes over one loopback rxe device
 # (proof, stress, nonroot, ulp): 9000 makes rxe's active MTU 4096 instead of 1500's

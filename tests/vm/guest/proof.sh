@@ -46,11 +46,10 @@ PERFTEST_TOOLS=${4-ib_write_bw ib_read_bw}
 [[ -n $PHASES ]] || if [[ $EXPECT == affected-* ]]; then PHASES=stock,fixed; else PHASES=control; fi
 
 PT_SIZE=513M # perftest registers 2 x max(size, page) rounded up: 1026 MiB, 262,656 pages
-# the time limit of one rxe-verify run: 900 s; on a kernel with KASAN (the debug
-# kernel: kasan_report in its symbols) the data path is ~10x slower under TCG, and
-# the full span of 1 GiB + 16 B took 492 s and more than 900 s in two runs: 2400 s there
+# the time limit of one rxe-verify run: 900 s; under KASAN (GUEST_KASAN, lib.sh) the
+# full span of 1 GiB + 16 B took 492 s and more than 900 s in two runs: 2400 s there
 RUN_LIMIT=900
-if grep -qw kasan_report /proc/kallsyms 2>/dev/null; then RUN_LIMIT=2400; fi
+((GUEST_KASAN == 0)) || RUN_LIMIT=2400
 
 # rv PHASE SIZE OFFSET MODE [SPLIT]: rxe-verify run on rxe0, JSON to
 # OUT/PHASE-SIZE[+OFF][-full][-splitN].json
