@@ -175,8 +175,8 @@ demo:
 # plots tests/bench/*.png (gnuplot). BENCH_OUT: the raw per-run outputs.
 BENCH_OUT ?= $(CURDIR)/results/bench
 bench:
-	tests/vm/scenarios --only bench --set bench_form=full --set bench_publish="$(CURDIR)/tests/bench" \
-		--out "$(BENCH_OUT)"
+	tests/run-all --only vm --results "$(BENCH_OUT)" --set scenarios=bench --set bench_form=full \
+		--set bench_publish="$(CURDIR)/tests/bench"
 
 check:
 	tests/run-all
@@ -185,7 +185,7 @@ check-quick:
 	tests/run-all --quick
 
 check-debug:
-	tests/vm/scenarios --only debug --set debug_enable=1
+	tests/run-all --only vm --set scenarios=debug --set debug_enable=1
 
 clean:
 	rm -rf _build "$(CMAKE_BUILD_DIR)"

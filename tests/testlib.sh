@@ -1,56 +1,11 @@
 # shellcheck shell=bash
-# tests/testlib.sh: result recording shared by rxe-kvfix's shell tests.
-# Sourced. Every test ends in exactly one of t_pass, t_fail or t_skip; results
-# go to stdout as one line each and, when RXE_RESULTS is set, are appended to
-# that file as TSV (status, suite, name, seconds, reason) for tests/run-all.
-#
-#   t_suite NAME          the suite the following results belong to
-#   t_start NAME          remember the start time of NAME
-#   t_pass [NAME]         ok NAME
-#   t_fail [NAME] REASON  FAIL NAME: REASON
-#   t_skip [NAME] REASON  SKIP NAME: REASON   (REASON must say what the machine lacks)
-#   t_check NAME CMD...   t_pass if CMD succeeds, else t_fail with its last output line
+# tests/testlib.sh: the test stages' library. Sourced. The script opening (rxe_on_exit)
+# and the result functions (t_suite, t_start, t_pass, t_fail, t_skip, t_check) are
+# vmhost/common.sh's, shared with vmhost and the guests; this file adds the harness
+# configuration and the ccache counters.
 
-T_SUITE=${T_SUITE:-tests}
-T_NAME=''
-T_T0=0
-T_FAILS=0
-
-t_suite() { T_SUITE=$1; }
-t_start() { T_NAME=$1; T_T0=$(date +%s.%N); }
-
-t__record() { # STATUS NAME REASON
-	local secs
-	secs=$(awk -v a="$T_T0" -v b="$(date +%s.%N)" 'BEGIN { if (a > 0) printf "%.1f", b - a; else printf "0.0" }')
-	case $1 in
-	ok) printf 'ok   %s (%ss)\n' "$2" "$secs" ;;
-	FAIL) printf 'FAIL %s: %s (%ss)\n' "$2" "$3" "$secs"; T_FAILS=$((T_FAILS + 1)) ;;
-	SKIP) printf 'SKIP %s: %s\n' "$2" "$3" ;;
-	esac
-	if [[ -n ${RXE_RESULTS:-} ]]; then
-		printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$T_SUITE" "$2" "$secs" "${3//$'\t'/ }" >>"$RXE_RESULTS"
-	fi
-	T_T0=0
-}
-
-t_pass() { t__record ok "${1:-$T_NAME}" ""; }
-t_fail() {
-	if (($# >= 2)); then t__record FAIL "$1" "$2"; else t__record FAIL "$T_NAME" "$1"; fi
-}
-t_skip() {
-	if (($# >= 2)); then t__record SKIP "$1" "$2"; else t__record SKIP "$T_NAME" "$1"; fi
-}
-
-t_check() { # NAME CMD...
-	local name=$1 out
-	shift
-	[[ $T_T0 != 0 ]] || t_start "$name"
-	if out=$("$@" 2>&1); then
-		t_pass "$name"
-	else
-		t_fail "$name" "$(tail -n 3 <<<"$out" | tr '\n' ' ' | cut -c1-400)"
-	fi
-}
+# shellcheck source=vmhost/common.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/vmhost/common.sh"
 
 # --- the harness configuration (tests/harness.conf) ------------------------------
 #   t_config_load [--config FILE | --set KEY=VALUE]...
@@ -150,4 +105,18 @@ t_ccache_end() {
 	read -r h1 m1 < <(t_ccache_stats)
 	T_NAME+=" (ccache: $((h1 - h0)) hits, $((m1 - m0)) compiled)"
 	T_CCACHE0=''
+}
+
+# t_kbuild_ccache_report begin|end: a stage's use of <cache>/ccache-kbuild (the caller
+# also sources vmhost/lib.sh, for rxe_cache_dir). begin remembers its hits and misses
+# (t_ccache_stats); end prints the stage's line "kbuild through ccache ...: N hits, M
+# compiled".
+T_KBUILD_CCACHE0=''
+t_kbuild_ccache_report() {
+	local d h=0 m=0 h0 m0
+	d=$(rxe_cache_dir)/ccache-kbuild
+	if [[ -d $d ]] && command -v ccache >/dev/null; then read -r h m < <(CCACHE_DIR=$d t_ccache_stats); fi
+	if [[ $1 == begin ]]; then T_KBUILD_CCACHE0="$h $m"; return 0; fi
+	read -r h0 m0 <<<"${T_KBUILD_CCACHE0:-$h $m}"
+	echo "--- kbuild through ccache in the build roots, during this stage (and anything beside it): $((h - h0)) hits, $((m - m0)) compiled"
 }

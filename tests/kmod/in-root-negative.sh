@@ -26,7 +26,7 @@ PREP=$SRC/kmod/rxe-kvfix-prepare
 RXE=drivers/infiniband/sw/rxe
 
 # the newest kernel whose linux-source is installed, and an older cached one
-K=$(awk '!/^#/ && $3 == "sid" {print $1}' "$SRC/kmod/kernels.tsv" | sort -V | tail -n1)
+K=$(awk '!/^#/ && $3 == "sid" {print $1}' "$SRC/vmhost/kernels.tsv" | sort -V | tail -n1)
 XY=$(cut -d. -f1,2 <<<"$K")
 TARBALL=/usr/src/linux-source-$XY.tar.xz
 CACHE=/var/cache/rxe-kvfix/sources

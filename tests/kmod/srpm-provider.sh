@@ -14,8 +14,8 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 RXE_PROG=srpm-provider
 export RXE_PROG
-# shellcheck source=tests/vm/lib.sh
-. "$REPO/tests/vm/lib.sh"
+# shellcheck source=vmhost/lib.sh
+. "$REPO/vmhost/lib.sh"
 # shellcheck source=tests/testlib.sh
 . "$REPO/tests/testlib.sh"
 t_suite kmod-srpm
@@ -27,9 +27,11 @@ usage() { echo "Usage: tests/kmod/srpm-provider.sh   (needs root to install rpm;
 
 rxe_need_host rpmbuild:rpm rpm2cpio:rpm2cpio cpio:cpio
 W=$(mktemp -d /var/tmp/rxe-kvfix-srpm.XXXXXX)
-trap 'rm -rf "$W"' EXIT
+# shellcheck disable=SC2317  # run at exit (rxe_on_exit)
+cleanup() { rm -rf "$W"; }
+rxe_on_exit cleanup
 
-lower=$("$REPO/tests/vm/mkroot" sid | tail -n1)
+lower=$("$REPO/vmhost/mkroot" sid | tail -n1)
 K=$(rxe_matrix_lines sid | awk '{print $1}' | sort -V | tail -n1)
 UP=${K%%+*}
 XY=$(cut -d. -f1,2 <<<"$UP")

@@ -33,8 +33,8 @@
 set -euo pipefail
 
 usage() { sed -n '/^#   fedora-shape.sh/,/^# MNT must/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
-# shellcheck source=tests/vm/lib.sh
-. "$(cd "$(dirname "${BASH_SOURCE[0]}")/../vm" && pwd)/lib.sh"
+# shellcheck source=vmhost/lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/vmhost/lib.sh"
 readonly LABEL="Fedora-shaped (simulated: Debian kernel, DKMS's Fedora code path, Fedora's file layout)"
 
 STAGE=() UNAFF='' SRPMS=1 MNT=''
@@ -53,7 +53,8 @@ command -v rpmbuild >/dev/null || { echo "fedora-shape: rpmbuild is missing on t
 in_mnt() { chroot "$MNT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
 
 W=$(mktemp -d /var/tmp/rxe-kvfix-fedora-shape.XXXXXX)
-trap 'rm -rf "$W"' EXIT
+cleanup() { rm -rf "$W"; }
+rxe_on_exit cleanup
 STATE=$MNT/var/lib/rxe-kvfix-fedora-shape
 mkdir -p "$STATE/kernel-devel"
 

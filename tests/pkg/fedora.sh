@@ -28,8 +28,8 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 RXE_PROG='pkg-fedora'
 export RXE_PROG
-# shellcheck source=tests/vm/lib.sh
-. "$REPO/tests/vm/lib.sh"
+# shellcheck source=vmhost/lib.sh
+. "$REPO/vmhost/lib.sh"
 # shellcheck source=tests/testlib.sh
 . "$REPO/tests/testlib.sh"
 t_suite pkg-fedora
@@ -52,26 +52,26 @@ echo "--- Fedora-shaped (simulated: Debian kernel, DKMS's Fedora code path, Fedo
 T0=$SECONDS
 A=$(rxe_matrix_role upgrade-from sid | head -n1)
 B=$(rxe_matrix_primary)
-[[ -n $A && -n $B && $A != "$B" ]] || { t_fail "Fedora-shaped: kernels" "kmod/kernels.tsv needs an upgrade-from and a primary kernel in the sid root"; exit 1; }
+[[ -n $A && -n $B && $A != "$B" ]] || { t_fail "Fedora-shaped: kernels" "vmhost/kernels.tsv needs an upgrade-from and a primary kernel in the sid root"; exit 1; }
 expect() { rxe_matrix_row "$1" | awk '{print $5}'; }
 U=$(rxe_matrix_lines | awk '$5 == "unaffected" {print $1 " " $3; exit}')
-lower=$("$REPO/tests/vm/mkroot" sid | tail -n1)
+lower=$("$REPO/vmhost/mkroot" sid | tail -n1)
 unaff=()
 if ((QUICK)); then
 	t_skip "Fedora-shaped: an unaffected kernel skipped by %post" "--quick: its kernel comes from the trixie root, which the quick run does not build"
 	U=''
-elif [[ -n $U ]] && troot=$("$REPO/tests/vm/mkroot" "${U#* }" | tail -n1); then
+elif [[ -n $U ]] && troot=$("$REPO/vmhost/mkroot" "${U#* }" | tail -n1); then
 	unaff=(--unaffected "$troot:${U% *}")
 	U=${U% *}
 else
-	t_skip "Fedora-shaped: an unaffected kernel skipped by %post" "kmod/kernels.tsv has no unaffected kernel or its root cannot be built"
+	t_skip "Fedora-shaped: an unaffected kernel skipped by %post" "vmhost/kernels.tsv has no unaffected kernel or its root cannot be built"
 	U=''
 fi
 
 MNT=$(mktemp -d /var/tmp/rxe-kvfix-fedora.XXXXXX)
 # shellcheck disable=SC2317 # called by the trap
 cleanup() { rxe_overlay_umount "$MNT" 2>/dev/null || true; rmdir "$MNT" 2>/dev/null || true; }
-trap cleanup EXIT
+rxe_on_exit cleanup
 rxe_overlay_mount "$lower" "$MNT"
 rxe_kbuild_ccache_mount "$MNT"
 t0=$SECONDS

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench.sh: benchmarks (figures, not pass/fail thresholds), stock rdma_rxe and
-# rxe-kvfix in one boot, run inside a guest booted by tests/vm/vm-run on kernel K with
+# rxe-kvfix in one boot, run inside a guest booted by vmhost/vm-run on kernel K with
 # rxe-kvfix installed by DKMS before boot.
 #
 #   bench.sh K [short|full [PARTS]]     PARTS: comma list of reg,bw,frag (default all)
@@ -38,8 +38,8 @@
 set -euo pipefail
 
 usage() { echo "Usage: bench.sh KERNELRELEASE [short|full [reg,bw,frag]]"; }
-# shellcheck source=tests/vm/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=vmhost/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
 rxe_guest_main vm-bench 1 4 "$@"
 K=$1 FORM=${2:-short}
 case $FORM in
@@ -61,7 +61,7 @@ FRAG_PID=''
 
 # shellcheck disable=SC2317  # the EXIT trap
 cleanup() { [[ -z $FRAG_PID ]] || kill -TERM "$FRAG_PID" 2>/dev/null || true; }
-trap cleanup EXIT
+rxe_on_exit cleanup
 
 ENV_FILE=$OUT/bench-env.txt
 : >"$ENV_FILE"

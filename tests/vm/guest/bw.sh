@@ -30,8 +30,8 @@
 set -uo pipefail
 
 usage() { echo "Usage: bw.sh short|full [PAIRS]"; }
-# shellcheck source=tests/vm/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=vmhost/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
 rxe_guest_main vm-bench 1 2 "$@"
 FORM=$1
 DEPTH=128 RD_ATOMIC=16 QP_TIMEOUT=19 DEV=rxbw0 NETDEV=dbw0
@@ -50,7 +50,7 @@ bytes_of() { numfmt --from=iec "$1"; }
 
 # shellcheck disable=SC2317  # run by the EXIT trap
 cleanup() { rxe_dummy_down "$DEV" "$NETDEV" 2>/dev/null || true; }
-trap cleanup EXIT
+rxe_on_exit cleanup
 
 # rv MSG REGION TAG: rxe-verify full mode -> bw-rv-TAG.json; prints "write_wire
 # write_verified read_wire read_verified" in MiB/s, or fails

@@ -40,8 +40,8 @@
 set -uo pipefail
 
 usage() { echo "Usage: debug.sh KERNELRELEASE EXPECT [checkers,stock,fixed,pyverbs,ulp,stress,inject,kmemleak]"; }
-# shellcheck source=tests/vm/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=vmhost/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
 rxe_guest_main vm-debug 2 3 "$@"
 K=$1 EXPECT=$2 PARTS=${3:-checkers,stock,fixed,pyverbs,ulp,stress,inject,kmemleak}
 G=$(dirname "${BASH_SOURCE[0]}")
@@ -86,7 +86,9 @@ mountpoint -q "$DBG" || mount -t debugfs debugfs "$DBG"
 echo 0 >/proc/sys/kernel/kptr_restrict
 cat /dev/kmsg >"$KMSG" 2>/dev/null &
 KMSG_PID=$!
-trap 'kill "$KMSG_PID" 2>/dev/null || true' EXIT
+# shellcheck disable=SC2317  # run at exit (rxe_on_exit)
+cleanup() { kill "$KMSG_PID" 2>/dev/null || true; }
+rxe_on_exit cleanup
 sleep 1
 modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy || true
 echo "     guest: $(awk '/^MemTotal:/ {print $2 " KiB"}' /proc/meminfo), $(nproc) vCPUs, kernel $(uname -r)"
@@ -125,7 +127,7 @@ fi
 # --- stock: the bug and its WARNING on the debug kernel ------------------------------
 if want stock; then
 	mark stock
-	"$G/proof.sh" "$K" "$EXPECT" stock-short ""
+	"$SRC/vmhost/guest/proof.sh" "$K" "$EXPECT" stock-short ""
 	t_start "$K debug stock: the page allocator's WARNING from __alloc_mr_page_info"
 	w=$(section stock | grep -E -A30 'WARNING:' | grep -m1 -E '__alloc_mr_page_info' || true)
 	if [[ -n $w ]]; then
@@ -143,12 +145,12 @@ fi
 # --- rxe-kvfix: the proof sizes, pyverbs, stress ------------------------------------
 if want fixed; then
 	mark fixed
-	"$G/proof.sh" "$K" "$EXPECT" fixed ""
+	"$SRC/vmhost/guest/proof.sh" "$K" "$EXPECT" fixed ""
 	clean fixed
 fi
 if want pyverbs; then
 	mark pyverbs
-	"$G/pyverbs.sh" "$K"
+	"$SRC/vmhost/guest/pyverbs.sh" "$K"
 	clean pyverbs
 fi
 if want ulp; then

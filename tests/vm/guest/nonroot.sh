@@ -25,8 +25,8 @@
 set -uo pipefail
 
 usage() { echo "Usage: nonroot.sh KERNELRELEASE [ASAN_BINARY]"; }
-# shellcheck source=tests/vm/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=vmhost/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
 rxe_guest_main vm-nonroot 1 2 "$@"
 K=$1 ASAN=${2:-}
 U=rxeuser
@@ -38,7 +38,7 @@ cleanup() {
 	chmod 0666 /dev/infiniband/uverbs* 2>/dev/null || true
 	userdel -r "$U" >/dev/null 2>&1 || true
 }
-trap cleanup EXIT
+rxe_on_exit cleanup
 
 [[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
 modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy || true

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # stress.sh: rxe-kvfix under stress, stock beside fixed, inside a guest booted by
-# tests/vm/vm-run on kernel K with rxe-kvfix installed by DKMS before boot.
+# vmhost/vm-run on kernel K with rxe-kvfix installed by DKMS before boot.
 #
 #   stress.sh K [short|full|debug] [PARTS]
 #
@@ -33,8 +33,8 @@
 set -uo pipefail
 
 usage() { echo "Usage: stress.sh KERNELRELEASE [short|full|debug] [frag,churn,concurrency,pressure,lifecycle]"; }
-# shellcheck source=tests/vm/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=vmhost/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
 rxe_guest_main vm-stress 1 "" "$@"
 K=$1 FORM=${2:-short} PARTS=${3:-frag,churn,concurrency,pressure,lifecycle}
 N_LIFE=20
@@ -56,7 +56,7 @@ cleanup() {
 	[[ -z $FRAG_PID ]] || kill -TERM "$FRAG_PID" 2>/dev/null || true
 	[[ -z ${SENTINEL_PID:-} ]] || kill "$SENTINEL_PID" 2>/dev/null || true
 }
-trap cleanup EXIT
+rxe_on_exit cleanup
 
 rxe_up() { (rxe_dummy_up rxe0 d0 10.77.0.1/24 "$BULK_MTU") >/dev/null 2>&1; }
 rxe_down() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# systemd.sh: runs under systemd (tests/vm/vm-run --systemd) after the boot has
+# systemd.sh: runs under systemd (vmhost/vm-run --systemd) after the boot has
 # finished, and checks what rxe-verify-boot.service did in this boot.
 #
 #   systemd.sh KERNELRELEASE first|second [ansible]
@@ -18,8 +18,8 @@
 set -uo pipefail
 
 usage() { echo "Usage: systemd.sh KERNELRELEASE first|second [ansible]"; }
-# shellcheck source=tests/vm/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=vmhost/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
 rxe_guest_main vm-systemd 2 3 "$@"
 K=$1 PHASE=$2 ANSIBLE=${3:-}
 [[ $PHASE == first || $PHASE == second ]] || { usage >&2; exit 2; }

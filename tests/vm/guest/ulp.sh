@@ -14,8 +14,8 @@
 set -uo pipefail
 
 usage() { echo "Usage: ulp.sh KERNELRELEASE"; }
-# shellcheck source=tests/vm/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=vmhost/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
 rxe_guest_main vm-ulp 1 1 "$@"
 K=$1
 NQN='rxe-kvfix-test'
@@ -33,7 +33,11 @@ target_down() {
 	modprobe -r nvme-rdma nvmet-rdma 2>/dev/null
 	true
 }
-trap 'target_down; rm -f "$BACKING"' EXIT
+cleanup() {
+	target_down
+	rm -f "$BACKING"
+}
+rxe_on_exit cleanup
 
 [[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
 modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy configfs || true

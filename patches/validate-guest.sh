@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # validate.sh: the boot part of patches/validate --boot, in one guest booted by
-# tests/vm/vm-run on kernel K: the proof (guest/proof.sh) and rdma-core's pyverbs
+# vmhost/vm-run on kernel K: the proof (guest/proof.sh) and rdma-core's pyverbs
 # MR/RDMA tests (guest/pyverbs.sh) on two module files built from the reviewer's
 # tree, without and with the series, against K's headers.
 #
@@ -14,11 +14,11 @@
 set -uo pipefail
 
 usage() { echo "Usage: validate.sh KERNELRELEASE EXPECT UNPATCHED_KO PATCHED_KO"; }
-# shellcheck source=tests/vm/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=vmhost/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../vmhost/guest/lib.sh"
 rxe_guest_main vm-validate 4 4 "$@"
 K=$1 EXPECT=$2 U=$3 P=$4
-G=$(dirname "${BASH_SOURCE[0]}")
+G=$SRC/vmhost/guest
 for ko in "$U" "$P"; do [[ -f $ko ]] || rxe_fail "no module file $ko in the guest"; done
 [[ $EXPECT == affected-* ]] || rxe_fail "$K is $EXPECT: the proof needs an affected kernel"
 

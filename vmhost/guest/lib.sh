@@ -1,16 +1,18 @@
 # shellcheck shell=bash
-# tests/vm/guest/lib.sh: the guest side's one library (bash). Every script of
-# tests/vm/guest sources it; any other command run by tests/vm/vm-run finds a copy
-# at $RXE_GUEST_LIB (/run/rxe-kvfix/ctl/lib.sh):
-#     . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"    # a script of tests/vm/guest
+# vmhost/guest/lib.sh: the guest side's one library (bash). Every guest script
+# sources it from the checkout (vmhost/guest/*.sh next to it, the test scenarios'
+# and the patch validation's guest scripts by their path to vmhost/guest/lib.sh); any
+# other command run by vmhost/vm-run finds a copy at $RXE_GUEST_LIB
+# (/run/rxe-kvfix/ctl/lib.sh):
+#     . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"    # a script of vmhost/guest
 #     . "$RXE_GUEST_LIB"                           # any guest command
 # The 10.77.x.0/24 addresses used here exist only inside the guest.
 #
 # Sets SRC (the checkout in the guest, /root/rxe-kvfix), OUT (results:
 # $RXE_GUEST_RESULTS, default /results), exports RXE_RESULTS (OUT/results.tsv, read
-# by testlib), RV (rxe-verify, /usr/local/bin/rxe-verify); sources
-# SRC/tests/testlib.sh (t_suite, t_start, t_pass, t_fail, t_skip, t_check) when the
-# checkout is there. Defines:
+# by the result functions), RV (rxe-verify, /usr/local/bin/rxe-verify); sources
+# SRC/vmhost/common.sh (rxe_on_exit, the script's cleanup; t_suite, t_start, t_pass,
+# t_fail, t_skip, t_check) when the checkout is there. Defines:
 #
 #   rxe_guest_main SUITE MIN MAX "$@"
 #                                   the opening of a guest script: -h/--help prints its
@@ -88,9 +90,9 @@ GUEST_STATE=/run/rxe-kvfix-guest
 # at perftest's defaults), twohost, pyverbs and Secure Boot guests keep 1500.
 # shellcheck disable=SC2034  # used by the scripts that source this file
 BULK_MTU=9000
-if [[ -f $SRC/tests/testlib.sh ]]; then
-	# shellcheck source=tests/testlib.sh
-	. "$SRC/tests/testlib.sh"
+if [[ -f $SRC/vmhost/common.sh ]]; then
+	# shellcheck source=vmhost/common.sh
+	. "$SRC/vmhost/common.sh"
 fi
 
 rxe_guest_main() {
@@ -370,7 +372,7 @@ rxe_check_dmesg() {
 	[[ -z $hits ]] || rxe_fail "kernel log has warnings/oopses: $(echo "$hits" | head -n 5)"
 }
 
-# --- the fragmenter (tests/vm/tools/fragment.c, /usr/local/bin/rxe-fragment) ----
+# --- the fragmenter (/usr/local/bin/rxe-fragment, put there by the caller) -------
 # Shared by stress.sh and bench.sh. State: FRAG_PID (empty when not running),
 # FRAG_LOG (its output) and FRAG_TOPUPS (top-ups it confirmed).
 #

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # proof.sh: the stock-versus-fixed proof, run inside a guest booted by
-# tests/vm/vm-run on kernel K, with rxe-kvfix installed by DKMS before boot.
+# vmhost/vm-run on kernel K, with rxe-kvfix installed by DKMS before boot.
 #
 #   proof.sh K EXPECT [PHASES [PERFTEST_TOOLS]]
 #
-# EXPECT is the kernel's classification from kmod/kernels.tsv. PHASES (comma
+# EXPECT is the kernel's classification from vmhost/kernels.tsv. PHASES (comma
 # list, default "stock,fixed" for affected kernels):
 #   control  (unaffected kernels) DKMS skipped us; the stock module registers
 #            2 GiB and 1 GiB+16 B and passes verified WRITE/READ loops
@@ -35,7 +35,7 @@
 set -uo pipefail
 
 usage() { echo "Usage: proof.sh KERNELRELEASE EXPECT [control|stock,fixed|fixed|fixed-quick|stock-short,fixed-short|stock=KO,fixed=KO [\"ib_write_bw ib_read_bw\"]]"; }
-# shellcheck source=tests/vm/guest/lib.sh
+# shellcheck source=vmhost/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-proof 2 "" "$@"
 K=$1 EXPECT=$2
@@ -181,7 +181,7 @@ for SPEC in ${PHASES//,/ }; do
 			if [[ $(cat "$f.rc") == 1 && $(jget "$f" 'r["registered"] is False and r["reg_errno"] == 12 and r["metadata_order"] > 10 and (r.get("diagnosis") or {}).get("cause") == "rxe_metadata_order"') == true ]]; then
 				t_pass
 			elif [[ $(jget "$f" 'r["registered"]') == true ]]; then
-				t_fail "the stock module REGISTERED ${spec%:*}+${spec#*:}: the bug is not there any more (update kmod/kernels.tsv)"
+				t_fail "the stock module REGISTERED ${spec%:*}+${spec#*:}: the bug is not there any more (update vmhost/kernels.tsv)"
 			else
 				t_fail "exit $(cat "$f.rc"): $(jget "$f" 'r.get("reg_errno"), r.get("diagnosis")') $(head -c 300 "$f.err")"
 			fi

@@ -1,6 +1,6 @@
 #!/bin/sh
 # rxe-kvfix guest init (PID 1 after switch_root), run by the static busybox that
-# tests/vm/vm-run puts at /run/rxe-kvfix/bin/busybox. Not systemd: mounts the API file
+# vmhost/vm-run puts at /run/rxe-kvfix/bin/busybox. Not systemd: mounts the API file
 # systems, the results and extra 9p shares, runs the command from cmd.sh, records its
 # exit status, dmesg and powers off. Everything here must work with busybox alone.
 #
@@ -119,7 +119,7 @@ if [ -e "$CTL/systemd" ]; then
     $BB mkdir -p /run/systemd/system/multi-user.target.wants
     {
         echo '[Unit]'
-        echo 'Description=rxe-kvfix VM test command (tests/vm/vm-run --systemd)'
+        echo 'Description=rxe-kvfix VM test command (vmhost/vm-run --systemd)'
         echo 'After=basic.target'
         echo '[Service]'
         echo 'Type=exec'

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Shared host-side helpers for tests/vm/* (sourced, not executed).
+# vmhost/lib.sh: the test host side's one library (sourced, not executed): the
+# kernel matrix, the host's apt mirror, build roots, overlays, chroot mounts, kbuild
+# through ccache. Sourced by vmhost's scripts and by everything that uses the test
+# host (patches/validate-boot, tests/); it depends on nothing outside vmhost/.
 #
 # Functions (all prefixed rxe_):
 #   rxe_log MSG...                 progress line on stderr
 #   rxe_die CODE MSG...            one-line error on stderr, exit CODE
-#   rxe_cache_dir                  ${RXE_CACHE:-/var/cache/rxe-kvfix} (tests/harness.conf: cache)
-#   rxe_matrix_file                kmod/kernels.tsv of this checkout (test hook: $RXE_MATRIX)
+#   rxe_cache_dir                  ${RXE_CACHE:-/var/cache/rxe-kvfix} (the harness setting cache=)
+#   rxe_matrix_file                vmhost/kernels.tsv of this checkout (test hook: $RXE_MATRIX)
 #   rxe_matrix_lines [ROOT]        matrix rows (release suite root version expect), one
 #                                  space-separated line each, comments removed
 #   rxe_matrix_row REL             the row of kernel REL (exit 1 if absent)
@@ -29,7 +32,9 @@
 # shellcheck shell=bash
 
 VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO_DIR=$(cd "$VM_DIR/../.." && pwd)
+REPO_DIR=$(cd "$VM_DIR/.." && pwd)
+# shellcheck source=vmhost/common.sh
+. "$VM_DIR/common.sh"
 
 rxe_log() { printf '%s: %s\n' "${RXE_PROG:-rxe-kvfix}" "$*" >&2; }
 
@@ -42,7 +47,7 @@ rxe_die() {
 
 rxe_cache_dir() { printf '%s\n' "${RXE_CACHE:-/var/cache/rxe-kvfix}"; }
 
-rxe_matrix_file() { printf '%s\n' "${RXE_MATRIX:-$REPO_DIR/kmod/kernels.tsv}"; }
+rxe_matrix_file() { printf '%s\n' "${RXE_MATRIX:-$REPO_DIR/vmhost/kernels.tsv}"; }
 
 rxe_matrix_lines() {
     local root=${1:-} f
@@ -82,8 +87,9 @@ rxe_package_version() {
 
 # All URIs of enabled deb sources on the host: deb822 "URIs:" lines and one-line
 # "deb [opts] URI suite..." entries. Comments and "Enabled: no" stanzas are ignored.
+# ETC: the apt configuration directory (/etc/apt; vmhost/selftest passes its own).
 rxe__host_apt_uris() {
-    local f etc=/etc/apt
+    local f etc=$1
     for f in "$etc"/sources.list.d/*.sources; do
         [[ -r "$f" ]] || continue
         awk '
@@ -112,8 +118,8 @@ rxe_apt_mirror() {
         return
     fi
     local u
-    u=$(rxe__host_apt_uris | sed 's:/*$::' | grep -E '^(https?|file):' | grep -v -- '-security$' | head -n1) || true
-    [[ -n "$u" ]] || rxe_die 125 "no Debian mirror found in /etc/apt/sources.list{,.d/*.sources}; configure apt or set mirror= in tests/harness.conf"
+    u=$(rxe__host_apt_uris /etc/apt | sed 's:/*$::' | grep -E '^(https?|file):' | grep -v -- '-security$' | head -n1) || true
+    [[ -n "$u" ]] || rxe_die 125 "no Debian mirror found in /etc/apt/sources.list{,.d/*.sources}; configure apt or set RXE_MIRROR (the harness setting mirror=)"
     printf '%s\n' "$u"
 }
 
@@ -123,8 +129,8 @@ rxe_apt_security_mirror() {
         return
     fi
     local u
-    u=$(rxe__host_apt_uris | sed 's:/*$::' | grep -E '^(https?|file):' | grep -- '-security$' | head -n1) || true
-    [[ -n "$u" ]] || rxe_die 125 "no security archive URI (path ending in -security) in the host's apt configuration; add one or set security_mirror= in tests/harness.conf"
+    u=$(rxe__host_apt_uris /etc/apt | sed 's:/*$::' | grep -E '^(https?|file):' | grep -- '-security$' | head -n1) || true
+    [[ -n "$u" ]] || rxe_die 125 "no security archive URI (path ending in -security) in the host's apt configuration; add one or set RXE_SECURITY_MIRROR (the harness setting security_mirror=)"
     printf '%s\n' "$u"
 }
 
@@ -184,11 +190,11 @@ rxe_overlay_mount() {
     local lower=$1 mnt=$2 tmpbase tmp l
     # LOWER may be several directories, uppermost first, separated by ':'
     for l in ${lower//:/ }; do
-        [[ -d "$l" ]] || rxe_die 2 "overlay lower dir $l does not exist; build it with tests/vm/mkroot"
+        [[ -d "$l" ]] || rxe_die 2 "overlay lower dir $l does not exist; build it with vmhost/mkroot"
     done
     [[ -d "$mnt" ]] || mkdir -p "$mnt"
     if mountpoint -q "$mnt"; then
-        rxe_die 2 "$mnt is already a mount point; unmount it first (tests/vm/overlay umount $mnt)"
+        rxe_die 2 "$mnt is already a mount point; unmount it first (vmhost/overlay umount $mnt)"
     fi
     tmpbase=${RXE_OVERLAY_TMP:-${TMPDIR:-/var/tmp}}
     tmp=$(mktemp -d "$tmpbase/rxe-kvfix-ovl.XXXXXXXX")
@@ -259,7 +265,7 @@ rxe_kernel_tree() {
 
 # rxe_kbuild_ccache_mount MNT: set KBUILD_ENV, the PATH (and CCACHE_DIR) a command
 # chrooted into the root at MNT runs with (for `env -i`). When the setting ccache is
-# 1 and the root has ccache (tests/vm/mkroot installs it), <cache>/ccache-kbuild is
+# 1 and the root has ccache (vmhost/mkroot installs it), <cache>/ccache-kbuild is
 # bind-mounted at MNT/var/cache/rxe-kvfix-kbuild and kbuild's compiler (the headers'
 # x86_64-linux-gnu-gcc-N, looked up on PATH by make) runs through ccache: PATH starts
 # with /usr/lib/ccache for commands run directly, and because apt hands dpkg its own
@@ -297,19 +303,6 @@ rxe_kbuild_ccache_umount() {
     rxe_kbuild_ccache_clean "$1"
 }
 
-# rxe_kbuild_ccache_report begin|end: a stage's use of <cache>/ccache-kbuild. begin
-# remembers its hits and misses (t_ccache_stats of tests/testlib.sh, which the stages
-# source); end prints the stage's line "kbuild through ccache ...: N hits, M compiled"
-KBUILD_CCACHE0=''
-rxe_kbuild_ccache_report() {
-    local d h=0 m=0 h0 m0
-    d=$(rxe_cache_dir)/ccache-kbuild
-    if [[ -d $d ]] && command -v ccache >/dev/null; then read -r h m < <(CCACHE_DIR=$d t_ccache_stats); fi
-    if [[ $1 == begin ]]; then KBUILD_CCACHE0="$h $m"; return 0; fi
-    read -r h0 m0 <<<"${KBUILD_CCACHE0:-$h $m}"
-    echo "--- kbuild through ccache in the build roots, during this stage (and anything beside it): $((h - h0)) hits, $((m - m0)) compiled"
-}
-
 rxe_copy_checkout() {
     mkdir -p "$1/root/rxe-kvfix"
     tar -C "$REPO_DIR" --exclude=./build --exclude='./build-*' --exclude=./_build \
@@ -322,8 +315,7 @@ rxe_copy_checkout() {
 # Makefile and the rxe directory: the whole tree costs minutes), Patch1
 # patch-X.Y-redhat.patch with one change inside rxe (the comment MARKER in rxe_verbs.c,
 # which the SRPM provider applies) and one outside (EXTRAVERSION = -TAG, left out), as
-# Fedora's patch touches both. Used by tests/kmod/srpm-provider.sh and
-# tests/pkg/fedora-shape.sh.
+# Fedora's patch touches both. Used by the kmod and pkg test stages.
 rxe_fedora_srpm() {
     local src=$1 up=$2 d=$3 marker=$4 tag=$5 summary=$6 xy rxe=drivers/infiniband/sw/rxe
     xy=$(cut -d. -f1,2 <<<"$up")

@@ -15,7 +15,7 @@
 set -uo pipefail
 
 usage() { echo "Usage: pyverbs.sh KERNELRELEASE [UNPATCHED_KO PATCHED_KO]"; }
-# shellcheck source=tests/vm/guest/lib.sh
+# shellcheck source=vmhost/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-pyverbs 1 3 "$@"
 (($# != 2)) || { usage >&2; exit 2; }
