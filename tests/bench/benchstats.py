@@ -3,6 +3,8 @@
 Pure functions over lists of figures (no I/O): the unit tests
 (tests/bench/test_render.py) call them directly.
 """
+import math
+import re
 import statistics
 
 # A paired-ratio interval "includes 1.0" as a finding only when it is this narrow:
@@ -157,3 +159,100 @@ def size_text(n):
 
 def fmt_mib(v):
     return "–" if v is None else f"{v / MIB:+.2f}"
+
+
+# --- decisions from intervals (issue 28: the registration targets decided) -------------
+# Two-sided 95 % Student t quantiles by degrees of freedom; a df between two rows takes
+# the smaller row's (larger) quantile, so the interval is never narrower than it should be.
+_T95 = ((1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (5, 2.571), (6, 2.447), (7, 2.365),
+        (8, 2.306), (9, 2.262), (10, 2.228), (12, 2.179), (15, 2.131), (20, 2.086),
+        (25, 2.060), (30, 2.042), (40, 2.021), (60, 2.000), (120, 1.980))
+
+
+def t95(df):
+    """The 95 % two-sided t quantile for df degrees of freedom (1.96 beyond 120)."""
+    q = None
+    for d, v in _T95:
+        if d <= df:
+            q = v
+    return 1.96 if df > 120 else (q if q is not None else float("inf"))
+
+
+def ratio_interval(ratios, limit):
+    """Paired ratios (fixed/stock) -> their geometric mean with a 95 % t-interval (on the
+    logs) and the verdict on 'ratio <= limit': met when the interval's top is at or under
+    limit, not met when its bottom is above it, else undecided, with the number of pairs
+    that would decide it at the measured spread (None when the mean sits on the limit)."""
+    v = [r for r in ratios if r and r > 0]
+    d = {"n": len(v), "limit": limit, "geomean": None, "lo": None, "hi": None, "verdict": "undecided",
+         "pairs_needed": None}
+    if len(v) < 2:
+        d["why"] = f"{len(v)} pair(s): an interval needs two"
+        return d
+    logs = [math.log(x) for x in v]
+    m, sd = statistics.fmean(logs), statistics.stdev(logs)
+    half = t95(len(v) - 1) * sd / math.sqrt(len(v))
+    d.update(geomean=math.exp(m), lo=math.exp(m - half), hi=math.exp(m + half), sd_log=sd)
+    gap = abs(math.log(limit) - m)
+    if d["hi"] <= limit:
+        d["verdict"] = "met"
+    elif d["lo"] > limit:
+        d["verdict"] = "not met"
+    elif gap > 0:
+        d["pairs_needed"] = max(len(v) + 1, math.ceil((2.0 * sd / gap) ** 2))
+    return d
+
+
+def flatness_interval(points, limit):
+    """points: [(size, samples of seconds per GiB)] -> the spread of the per-size means,
+    (max - min) / min, with bounds from each mean's 95 % t-interval: met when even the
+    widest reading of the intervals stays within limit, not met when even the narrowest
+    exceeds it, else undecided with the samples per size that would decide it."""
+    pts = []
+    for size, v in points:
+        v = [x for x in (v or []) if x is not None]
+        if len(v) >= 2:
+            m = statistics.fmean(v)
+            half = t95(len(v) - 1) * statistics.stdev(v) / math.sqrt(len(v))
+            pts.append((size, len(v), m, m - half, m + half))
+    if len(pts) < 2:
+        return None
+    means = [p[2] for p in pts]
+    lo_all, hi_all = min(p[3] for p in pts), max(p[4] for p in pts)
+    spread = (max(means) - min(means)) / min(means)
+    spread_hi = (hi_all - lo_all) / lo_all if lo_all > 0 else float("inf")
+    m_lo = max(p[3] for p in pts)
+    m_hi = min(p[4] for p in pts)
+    spread_lo = max(0.0, (m_lo - m_hi) / m_hi) if m_hi > 0 else 0.0
+    d = {"sizes": [p[0] for p in pts], "n": [p[1] for p in pts], "means": means, "spread": spread,
+         "spread_lo": spread_lo, "spread_hi": spread_hi, "target_max": limit, "samples_needed": None,
+         "cheapest": pts[means.index(min(means))][0], "dearest": pts[means.index(max(means))][0]}
+    if spread_hi <= limit:
+        d["verdict"] = "met"
+    elif spread_lo > limit:
+        d["verdict"] = "not met"
+    else:
+        d["verdict"] = "undecided"
+        # the intervals' share of the bounds shrinks with 1/sqrt(n): the n that brings the
+        # bound on the far side of the limit back to it
+        width = (spread_hi - spread) if spread <= limit else (spread - spread_lo)
+        gap = abs(limit - spread)
+        if gap > 0:
+            d["samples_needed"] = max(min(d["n"]) + 1, math.ceil(min(d["n"]) * (width / gap) ** 2))
+    return d
+
+
+_KTRACE = re.compile(r"(\d+(?:\.\d+)?) us\s+\|\s+(?:\}\s*/\*\s*)?(\w+)")
+
+
+def parse_ktrace(text):
+    """ftrace function_graph lines (depth 1, funcgraph-tail on) -> {function: [seconds
+    per call]}. A call is one line, ' 1) ! 1234.567 us |  rxe_reg_user_mr [rdma_rxe]();',
+    or, when its entry and return are apart in the buffer (it slept, another CPU wrote
+    between), its closing line carries the duration: '... us |  } /* rxe_reg_user_mr */'."""
+    out = {}
+    for line in text.splitlines():
+        m = _KTRACE.search(line)
+        if m:
+            out.setdefault(m.group(2), []).append(float(m.group(1)) / 1e6)
+    return out

@@ -80,7 +80,13 @@ def markdown(res, plots, notes_path):
     p("## Targets")
     p("")
     for t in res.get("targets") or []:
-        p(f"- **{t['verdict']}** — {t['target']}: {t['why']}")
+        p(f"- **{t['verdict']}** — {t['target']}: {t['why']}" + (f" *Timed by:* {t['method']}." if t.get("method") else ""))
+    p("")
+    p("Kernel-side decisions (when the guest could trace): per size, the geometric mean of the pairs' "
+      "fixed/stock ratios of the kernel's median time in `rxe_reg_user_mr`, with a 95 % Student-t interval "
+      "on the logs; met when its top is ≤ the limit, not met when its bottom is above it, otherwise "
+      "undecided with the number of pairs the measured spread would need. Flatness: the spread of the "
+      "per-size means with bounds from each size's 95 % interval, and likewise.")
     p("")
     p("Targets are printed, never enforced (a benchmark measures, tests assert). Paired verdicts: the "
       "interval is the min–max of the per-pair ratios; *excludes 1.0* when the whole interval is on one "
@@ -145,6 +151,32 @@ def markdown(res, plots, notes_path):
           f"{fmt_stats(e.get('reg_seconds_per_gib'), prec=4) if e.get('registered') else '**' + str(e.get('error')) + '**'} "
           f"(one pass of {e.get('count')}, rxe-kvfix only) | – | – | – | {fmt_stats(e.get('dereg_seconds'), prec=4)} | – |")
     p("")
+    ks = [x for x in reg["sizes"] if x.get("pairs_kreg")]
+    if ks:
+        p("")
+        p("Kernel-side (ftrace function_graph: the duration of every `rxe_reg_user_mr` call; module "
+          "columns: the median of the round medians, seconds per GiB):")
+        p("")
+        p("| MR size | stock: kernel s per GiB | rxe-kvfix: kernel s per GiB | pairs | rxe-kvfix/stock geometric mean [95 %] | verdict (≤ "
+          f"{TARGET_REG_RATIO}) |")
+        p("|---|---|---|---|---|---|")
+        for x in ks:
+            k = x["kreg_interval"]
+            iv = f"{k['geomean']:.3f} [{k['lo']:.3f}–{k['hi']:.3f}]" if k.get("geomean") else "–"
+            need = f", about {k['pairs_needed']} pairs would decide it" if k.get("pairs_needed") else ""
+            p(f"| {x['size_text']} | {fmt_stats(x['stock'].get('kreg_per_gib_round_medians'), prec=4)} | "
+              f"{fmt_stats(x['fixed'].get('kreg_per_gib_round_medians'), prec=4)} | {k['n']} | {iv} | {k['verdict']}{need} |")
+        for e in reg["fixed_only"]:
+            if e.get("kreg_seconds_per_gib"):
+                p(f"| {e['size_text']} | not run (order > 10) | {fmt_stats(e['kreg_seconds_per_gib'], prec=4)} (calls) | – | – | – |")
+        kf = res["derived"].get("fixed_kernel_per_gib_flatness")
+        if kf:
+            p("")
+            p("- rxe-kvfix, kernel seconds per GiB, mean per size: " +
+              ", ".join(f"{size_text(sz)} {v:.4f}" for sz, v in zip(kf["sizes"], kf["means"])) +
+              f"; spread **{kf['spread']:.0%}** [{kf['spread_lo']:.0%}–{kf['spread_hi']:.0%}] (target ≤ {TARGET_FLAT:.0%}): {kf['verdict']}"
+              + (f", about {kf['samples_needed']} samples per size would decide it" if kf.get("samples_needed") else "") + ".")
+        p("")
     fl = res["derived"].get("fixed_per_gib_flatness")
     if fl:
         p("- rxe-kvfix, median seconds per GiB per size: " +

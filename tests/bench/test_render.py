@@ -73,6 +73,40 @@ class Stats(unittest.TestCase):
         self.assertEqual(bs.flatness([(1, [1.0, 1.1, 3.0]), (2, [2.0, 2.5])], 0.2)["verdict"], "undecided")
         self.assertIsNone(bs.flatness([(1, [1.0])], 0.2))
 
+    def test_t95(self):
+        self.assertEqual(bs.t95(1), 12.706)
+        self.assertEqual(bs.t95(19), 2.131)  # between rows 15 and 20: the larger quantile
+        self.assertEqual(bs.t95(500), 1.96)
+
+    def test_ratio_interval(self):
+        near_one = [1.0 + d for d in (0.01, -0.01, 0.02, 0, -0.02, 0.03, 0, 0.01, -0.01, 0) * 2]
+        self.assertEqual(bs.ratio_interval(near_one, 1.05)["verdict"], "met")
+        self.assertEqual(bs.ratio_interval([1.2 + d for d in (0.01, -0.01, 0.02, 0, -0.02) * 4], 1.05)["verdict"], "not met")
+        wide = bs.ratio_interval([1.2, 0.8, 1.3, 0.9, 1.1], 1.05)
+        self.assertEqual(wide["verdict"], "undecided")
+        self.assertGreater(wide["pairs_needed"], 5)
+        self.assertLess(wide["lo"], wide["geomean"])
+        self.assertLess(wide["geomean"], wide["hi"])
+        self.assertEqual(bs.ratio_interval([1.0], 1.05)["verdict"], "undecided")
+        self.assertEqual(bs.ratio_interval([], 1.05)["n"], 0)
+
+    def test_flatness_interval(self):
+        tight = [1.0, 1.01, 0.99, 1.0]
+        self.assertEqual(bs.flatness_interval([(1, tight), (2, [x * 1.02 for x in tight])], 0.15)["verdict"], "met")
+        self.assertEqual(bs.flatness_interval([(1, tight), (2, [x * 1.5 for x in tight])], 0.15)["verdict"], "not met")
+        u = bs.flatness_interval([(1, [1.0, 1.02, 0.98, 1.01]), (2, [1.05, 1.04, 1.06, 1.05]), (8, [1.1, 1.12, 1.09, 1.11])], 0.15)
+        self.assertEqual(u["verdict"], "undecided")
+        self.assertGreater(u["samples_needed"], 4)
+        self.assertIsNone(bs.flatness_interval([(1, tight), (2, [1.0])], 0.15))
+
+    def test_parse_ktrace(self):
+        k = bs.parse_ktrace(" 1) ! 1234.567 us |  rxe_reg_user_mr [rdma_rxe]();\n"
+                            " 0)               |  rxe_reg_user_mr [rdma_rxe]() {\n"
+                            " 1) @ 1234567 us  |  } /* rxe_reg_user_mr [rdma_rxe] */\n"
+                            " 0)   12.500 us   |  rxe_dereg_mr [rdma_rxe]();\n")
+        self.assertEqual(k["rxe_reg_user_mr"], [0.001234567, 1.234567])
+        self.assertEqual(k["rxe_dereg_mr"], [1.25e-05])
+
     def test_vmstat_delta(self):
         d = bs.vmstat_delta({"compact_stall": 3, "allocstall_normal": 1},
                             {"compact_stall": 5, "compact_fail": 1, "allocstall_normal": 4, "allocstall_movable": 2})
@@ -133,6 +167,35 @@ class Render(unittest.TestCase):
         self.assertEqual((f["stock"]["registered"], f["fixed"]["registered"]), (0, 2))
         self.assertAlmostEqual(f["stock"]["fail_seconds"]["median"], 0.2)
         self.assertEqual(f["fixed"]["allocstall"], 4)
+
+    def test_kernel_side_timing_decides_the_registration_targets(self):
+        # the kernel's time per call (bench.sh's .ktrace files): rxe-kvfix 2 % dearer, tight
+        for r in range(1, 7):
+            m = bs.abba_module(r)
+            us = 100000 * (1.02 if m == "fixed" else 1.0) * (1 + (r % 3) / 1000)
+            open(os.path.join(self.d, f"reg-r{r:02d}-{m}-1G.ktrace"), "w").write(
+                "".join(f" 0) ! {us + i:.3f} us |  rxe_reg_user_mr [rdma_rxe]();\n" for i in range(3)))
+        open(os.path.join(self.d, "reg-fixed-2G.ktrace"), "w").write(
+            "".join(f" 1) ! {204000 + 10 * i:.3f} us |  rxe_reg_user_mr [rdma_rxe]();\n" for i in range(3)))
+        res = self.collect()
+        s = res["registration"]["sizes"][0]
+        self.assertEqual(len(s["pairs_kreg"]), 3)
+        self.assertEqual(s["kreg_interval"]["verdict"], "met", s["kreg_interval"])
+        k = [x for x in res["targets"] if x["target"].startswith("registration: rxe-kvfix/stock") and "kernel-side" in x["target"]]
+        self.assertEqual(len(k), 1)
+        self.assertEqual(k[0]["verdict"], "met")
+        self.assertIn("rxe_reg_user_mr", k[0]["method"])
+        fl = [x for x in res["targets"] if "kernel seconds per GiB flat" in x["target"]][0]
+        self.assertIn(fl["verdict"], ("met", "undecided", "not met"))
+        self.assertEqual(res["derived"]["fixed_kernel_per_gib_flatness"]["sizes"], [GIB, 2 * GIB])
+        # the process clock's target stays, labelled as the reference
+        self.assertTrue(any(x["target"].startswith("registration (process clock, for reference)") for x in res["targets"]))
+        md = os.path.join(self.d, "RESULTS.md")
+        out = self.run_render("table", os.path.join(self.d, "results.json"), "-o", md)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        text = open(md).read()
+        self.assertIn("*Timed by:* the kernel's own time per call of rxe_reg_user_mr", text)
+        self.assertIn("| 1 GiB | ", text.split("Kernel-side (ftrace")[1])
 
     def test_plots_skipped_loudly_without_gnuplot(self):
         self.collect()

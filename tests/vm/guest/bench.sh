@@ -10,10 +10,13 @@
 #            fixed, stock, ...); a round loads its module, adds rxe0 and runs, per size
 #            of SIZES_BOTH (64 MiB .. 1 GiB), `rxe-verify churn -s SIZE --count REG_REPS` (one region,
 #            pre-faulted once, registered and deregistered REG_REPS times) ->
-#            reg-rNN-MOD-SIZE.json; rounds 2p-1 and 2p are pair p (one of each module);
+#            reg-rNN-MOD-SIZE.json, and the kernel's own time of every call of
+#            rxe_reg_user_mr and rxe_dereg_mr (ftrace function_graph, depth 1) ->
+#            reg-rNN-MOD-SIZE.ktrace; rounds 2p-1 and 2p are pair p (one of each module);
 #            per round the guest's /proc/loadavg and the guest clock at its start and
 #            end (round-NN.txt; the scenario samples the host's load beside it).
-#            Full form: then 2/4/8 GiB on rxe-kvfix only (reg-fixed-SIZE.json).
+#            Full form: then 2/4/8 GiB on rxe-kvfix only, FIXED_ONLY_REPS each
+#            (reg-fixed-SIZE.json, .ktrace).
 #   2. bw    RDMA WRITE/READ bandwidth on rxe-kvfix: guest/bw.sh FORM (rxe-verify's
 #            pipelined, verified loops against ib_write_bw/ib_read_bw in interleaved
 #            ABBA pairs, and in the full form the verified full span of 1 GiB + 16 B
@@ -28,8 +31,9 @@
 # Forms: short (CI, within the harness budget; proves the design runs, decides little):
 # 4 registration rounds (2 pairs) of 5 registrations of 64M 256M 1G, bw.sh short (3 pairs
 # of 64K and 1M), 2 fragmented rounds (1 pair) of 640M 1G; full (make bench, ~11G guest):
-# 10 rounds (5 pairs) of 11 registrations of 64M 128M 256M 512M 1G, then 2/4/8 GiB on
-# rxe-kvfix, bw.sh full (5 pairs of 64K, 1M and 64M, the full span), 6 fragmented
+# 40 rounds (20 pairs: what the registration targets need to be decided, issue 28) of 5
+# registrations of 64M 128M 256M 512M 1G, then 20 of each of 2/4/8 GiB on rxe-kvfix,
+# bw.sh full (5 pairs of 64K, 1M and 64M, the full span), 6 fragmented
 # rounds (3 pairs) of 256M 512M 640M 1G.
 #
 # Raw outputs go to /results; tests/bench/render collects them into results.json and
@@ -44,11 +48,11 @@ rxe_guest_main vm-bench 1 4 "$@"
 K=$1 FORM=${2:-short}
 case $FORM in
 short)
-	REG_REPS=5 ROUNDS=4 FRAG_ROUNDS=2
+	REG_REPS=5 ROUNDS=4 FRAG_ROUNDS=2 FIXED_ONLY_REPS=0
 	SIZES_BOTH='64M 256M 1G' SIZES_FIXED_ONLY='' FRAG_SIZES='640M 1G'
 	;;
 full)
-	REG_REPS=11 ROUNDS=10 FRAG_ROUNDS=6
+	REG_REPS=5 ROUNDS=40 FRAG_ROUNDS=6 FIXED_ONLY_REPS=20
 	SIZES_BOTH='64M 128M 256M 512M 1G' SIZES_FIXED_ONLY='2G 4G 8G' FRAG_SIZES='256M 512M 640M 1G'
 	;;
 *) echo "bench.sh: form must be short or full, not '$FORM'" >&2; exit 2 ;;
@@ -104,6 +108,42 @@ mod_unload() {
 	dmesg >>"$OUT/bench-$1-dmesg.txt"
 	dmesg -C
 }
+# --- the kernel's own time per registration (ftrace) --------------------------------
+# ftrace's function_graph tracer, depth 1, filtered to the two rxe verbs: the duration
+# it measures from entry to return of rxe_reg_user_mr (pinning the pages, the page
+# table the fix allocates, the MR's setup) and of rxe_dereg_mr, per call, without the
+# system call, uverbs' marshalling or rxe-verify's clocks around them. The filter names
+# module functions, which leave with the module, so it is set after every load.
+# ktrace_start: after mod_load; ktrace_take FILE: FILE.ktrace gets the calls since the
+# last take; ktrace_stop: before mod_unload. KTRACE is 0 when tracefs or the filter
+# is missing (then the figures are rxe-verify's own clocks only, and render says so).
+TRACEFS=/sys/kernel/tracing KFUNCS='rxe_reg_user_mr rxe_dereg_mr' KTRACE=1
+ktrace_start() {
+	((KTRACE)) || return 0
+	{ mountpoint -q "$TRACEFS" || mount -t tracefs nodev "$TRACEFS"; } 2>/dev/null &&
+		echo 0 >"$TRACEFS/tracing_on" && echo nop >"$TRACEFS/current_tracer" &&
+		echo "$KFUNCS" >"$TRACEFS/set_graph_function" && echo 1 >"$TRACEFS/max_graph_depth" &&
+		echo 1 >"$TRACEFS/options/funcgraph-tail" &&
+		echo function_graph >"$TRACEFS/current_tracer" && : >"$TRACEFS/trace" &&
+		echo 1 >"$TRACEFS/tracing_on" && return 0
+	KTRACE=0
+	kv ktrace "off: the function_graph tracer or its filter ($KFUNCS) could not be set"
+	echo "     (kernel-side timing off: function_graph on $KFUNCS could not be set)"
+}
+ktrace_take() {
+	((KTRACE)) || return 0
+	echo 0 >"$TRACEFS/tracing_on"
+	grep -v '^#' "$TRACEFS/trace" >"$1.ktrace" || true
+	: >"$TRACEFS/trace"
+	echo 1 >"$TRACEFS/tracing_on"
+}
+ktrace_stop() {
+	((KTRACE)) || return 0
+	echo 0 >"$TRACEFS/tracing_on"
+	echo nop >"$TRACEFS/current_tracer"
+	: >"$TRACEFS/set_graph_function"
+}
+
 # churn FILE SIZE ARGS...: rxe-verify churn on rxe0 -> FILE.json (+ .err, .rc); status 0
 # when it registered at least once
 churn() {
@@ -170,11 +210,13 @@ ab_rounds() {
 			continue
 		fi
 		[[ $part != reg || $r -gt 2 || $mod != fixed ]] || kv fixed_module "$(modinfo -n rdma_rxe) $(cat /sys/module/rdma_rxe/version)"
+		[[ $part != reg ]] || ktrace_start
 		files=()
 		for size in $sizes; do
 			files+=("$OUT/$part-r$rr-$mod-$size")
 			"$size_fn" "${files[-1]}" "$size"
 		done
+		[[ $part != reg ]] || ktrace_stop
 		round_note "$part" "$r" "$mod" end
 		summary "$mod" "${files[@]}"
 		mod_unload "$mod" || BAD+="${BAD:+; }rmmod failed"
@@ -182,9 +224,12 @@ ab_rounds() {
 		echo "     $FIGS"
 	done
 }
-# a registration round's size: churn x REG_REPS
+# a registration round's size: churn x REG_REPS, the kernel's time per call beside it
 # shellcheck disable=SC2317  # called by ab_rounds, by name
-reg_size() { churn "$1" "$2" --count "$REG_REPS" || true; }
+reg_size() {
+	churn "$1" "$2" --count "$REG_REPS" || true
+	ktrace_take "$1"
+}
 # a fragmented round's size: top the fragmenter up, register once, vmstat around it
 # shellcheck disable=SC2317  # called by ab_rounds, by name
 frag_size() {
@@ -203,14 +248,17 @@ if part reg; then
 	kv t_reg_start "$(now)"
 	ab_rounds reg "$ROUNDS" "$SIZES_BOTH" "churn x $REG_REPS of $SIZES_BOTH" reg_size
 	if [[ -n $SIZES_FIXED_ONLY ]]; then
-		t_start "$K bench reg rxe-kvfix only: churn x $REG_REPS of $SIZES_FIXED_ONLY (per-GiB cost beyond stock's limit)"
+		t_start "$K bench reg rxe-kvfix only: churn x $FIXED_ONLY_REPS of $SIZES_FIXED_ONLY (per-GiB cost beyond stock's limit)"
 		if mod_load fixed 2>"$OUT/reg-fixed-only.err"; then
 			files=()
 			round_note reg 99 fixed start
+			ktrace_start
 			for size in $SIZES_FIXED_ONLY; do
 				files+=("$OUT/reg-fixed-$size")
-				churn "${files[-1]}" "$size" --count "$REG_REPS" || true
+				churn "${files[-1]}" "$size" --count "$FIXED_ONLY_REPS" || true
+				ktrace_take "${files[-1]}"
 			done
+			ktrace_stop
 			round_note reg 99 fixed end
 			summary fixed "${files[@]}"
 			mod_unload fixed || BAD+="${BAD:+; }rmmod failed"
