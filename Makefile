@@ -172,11 +172,14 @@ demo:
 # Registration cost (interleaved ABBA rounds), kernel memory, bandwidth and the
 # fragmented guest, stock rdma_rxe beside rxe-kvfix in one VM boot (full form; CI runs
 # the short form): rewrites tests/bench/results.json, tests/bench/RESULTS.md and the
-# plots tests/bench/*.png (gnuplot). BENCH_OUT: the raw per-run outputs.
+# plots tests/bench/*.png (gnuplot). BENCH_OUT: the raw per-run outputs. PERFTEST_SRC: a
+# clone or mirror of linux-rdma/perftest for the peer comparison with perftest 26.x
+# --data_validation (built from it, never downloaded; without it those runs are SKIPped).
+PERFTEST_SRC ?=
 BENCH_OUT ?= $(CURDIR)/results/bench
 bench:
 	tests/run-all --only vm --results "$(BENCH_OUT)" --set scenarios=bench --set bench_form=full \
-		--set bench_publish="$(CURDIR)/tests/bench"
+		--set bench_publish="$(CURDIR)/tests/bench" --set perftest_src="$(PERFTEST_SRC)"
 
 check:
 	tests/run-all

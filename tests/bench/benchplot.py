@@ -135,6 +135,39 @@ def plot_bw(res, path, term):
     return True, _run(s, path)
 
 
+def plot_peer(res, path, term):
+    """Verified bandwidth per tool and message size (peer-pairs.tsv): rxe-verify's
+    verified rate and perftest 26's --data_validation rate, one point per pair; WRITE
+    left and READ right of each size. Nothing to plot without peer pairs."""
+    peer = res.get("peer_pairs")
+    if not peer:
+        return False, None
+    rows = {("rv", "write"): [], ("rv", "read"): [], ("pt", "write"): [], ("pt", "read"): []}
+    xt, slot = [], {}
+    for x in peer:
+        if x["msg_text"] not in slot:
+            slot[x["msg_text"]] = len(slot)
+            xt.append(f'"{x["msg_text"].replace(" ", "")}" {slot[x["msg_text"]]}')
+        i = slot[x["msg_text"]] + (-0.12 if x["op"] == "write" else 0.12)
+        for tool, key in (("rv", "rv_verified"), ("pt", "pt_verified")):
+            for j, pr in enumerate(x["pairs"]):
+                if pr[key]:
+                    rows[(tool, x["op"])].append((i + (0.03 if tool == "pt" else -0.03) + 0.01 * (j % 3 - 1), pr[key]))
+    s = term + "\n" + f'set output "{path}"\n'
+    style = {"rv": ('lc rgb "#1f5fa8"', "rxe-verify verified"), "pt": ('lc rgb "#c0392b"', "perftest 26 --data_validation")}
+    plots = []
+    for (tool, op), pts in rows.items():
+        name = f"{tool}{op}"
+        s += _block(name, pts or [("NaN", "NaN")])
+        plots.append(f'${name} using 1:2 with points {style[tool][0]} pt {7 if op == "write" else 9} '
+                     f'title "{style[tool][1]}, {op.upper()}"')
+    s += ('set title "Verified bandwidth per tool and message size (interleaved pairs, peer-pairs.tsv)"\n'
+          f'set xtics ({", ".join(xt)})\nset xrange [-0.6:{len(xt) - 0.4}]\nset grid ytics\n'
+          'set ylabel "MiB/s, every byte checked"\nset key outside right top\n'
+          "plot " + ", ".join(plots) + "\n")
+    return True, _run(s, path)
+
+
 def render_all(res, out_dir):
     if not shutil.which("gnuplot"):
         return {}, "gnuplot is not installed on this host (apt-get install gnuplot-nox; tests/host-deps lists it)"
@@ -143,7 +176,7 @@ def render_all(res, out_dir):
         return {}, "this gnuplot has neither the pngcairo nor the png terminal"
     os.makedirs(out_dir, exist_ok=True)
     done = {}
-    for name, fn in (("reg-per-gib.png", plot_reg), ("frag.png", plot_frag), ("bw.png", plot_bw)):
+    for name, fn in (("reg-per-gib.png", plot_reg), ("frag.png", plot_frag), ("bw.png", plot_bw), ("peer.png", plot_peer)):
         path = os.path.join(out_dir, name)
         had, err = fn(res, path, term)
         if err:

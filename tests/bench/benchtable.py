@@ -2,6 +2,7 @@
 import os
 import re
 
+import benchpeer
 from benchstats import MIB, WIDE, MIN_PAIRS, fmt_mib, size_text
 
 TARGET_REG_RATIO = 1.05      # fixed/stock registration time, per size
@@ -95,6 +96,9 @@ def markdown(res, plots, notes_path):
       "the interval's top is ≤ X, not met when its bottom is above X, undecided between (and with fewer than "
       f"{MIN_PAIRS} pairs); 'ratio ≥ X' the other way round; several sizes: not met if one is, met if all are.")
     p("")
+    benchpeer.section(res, p, res.get("peer_build") or {})
+    if res.get("peer_pairs"):
+        plot("peer.png", "verified bandwidth per tool and message size")
     p("Regenerate: `make bench` (the full form; CI runs the short form in `tests/vm/scenarios --only bench`). "
       "This file, `results.json` and the plots were written by `tests/bench/render` from one guest boot.")
     p("")

@@ -197,6 +197,31 @@ class Render(unittest.TestCase):
         self.assertIn("*Timed by:* the kernel's own time per call of rxe_reg_user_mr", text)
         self.assertIn("| 1 GiB | ", text.split("Kernel-side (ftrace")[1])
 
+    def test_peer_pairs(self):
+        rows = "".join(f"{m}\t{op}\t{n}\t{100 + n}\t{80 + n}\t{40 + n}\t{50 + n}\t33554432\t{'rv,pt,peer' if n % 2 else 'peer,pt,rv'}\t1.0\n"
+                       for m in ("64K", "1M") for op in ("write", "read") for n in range(1, 4))
+        open(os.path.join(self.d, "peer-pairs.tsv"), "w").write("\t".join(__import__("benchpeer").HEAD) + "\n" + rows)
+        open(os.path.join(self.d, "bench-host.txt"), "a").write("perftest26_tag=26.04.17\nperftest26_simd=AVX2=yes\n")
+        res = self.collect()
+        (e,) = [x for x in res["peer_pairs"] if x["msg_text"] == "1 MiB" and x["op"] == "read"]
+        self.assertEqual(len(e["pairs"]), 3)
+        self.assertGreater(e["verified_ratio"]["geomean"], 1.9)
+        self.assertAlmostEqual(e["pt_cost"][0], 41 / 51)
+        self.assertEqual(res["peer_build"]["tag"], "26.04.17")
+        self.assertEqual(e["pt_validated_bytes"]["median"], 33554432)
+        md = os.path.join(self.d, "RESULTS.md")
+        self.assertEqual(self.run_render("table", os.path.join(self.d, "results.json"), "-o", md).returncode, 0)
+        text = open(md).read()
+        self.assertLess(text.index("## Peer: rxe-verify against perftest 26"), text.index("## Registration time"))
+        self.assertIn("perftest 26.04.17", text)
+        self.assertIn("| 1 GiB + 16 B, one MR, every byte both ways |", text)
+
+    def test_peer_pairs_bad_header(self):
+        open(os.path.join(self.d, "peer-pairs.tsv"), "w").write("msg\top\n")
+        out = self.run_render("collect", self.d, "-o", os.path.join(self.d, "r.json"))
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("peer-pairs.tsv: header is", out.stderr)
+
     def test_plots_skipped_loudly_without_gnuplot(self):
         self.collect()
         bindir = tempfile.mkdtemp(prefix="render-nognuplot-")

@@ -33,7 +33,7 @@
 # of 64K and 1M), 2 fragmented rounds (1 pair) of 640M 1G; full (make bench, ~11G guest):
 # 40 rounds (20 pairs: what the registration targets need to be decided, issue 28) of 5
 # registrations of 64M 128M 256M 512M 1G, then 20 of each of 2/4/8 GiB on rxe-kvfix,
-# bw.sh full (5 pairs of 64K, 1M and 64M, the full span), 6 fragmented
+# bw.sh full (5 pairs of 64K, 1M, 8M and 64M, the full span), 6 fragmented
 # rounds (3 pairs) of 256M 512M 640M 1G.
 #
 # Raw outputs go to /results; tests/bench/render collects them into results.json and

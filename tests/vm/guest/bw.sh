@@ -17,15 +17,26 @@
 # order (odd pairs rxe-verify first, even pairs perftest first) so that a drift of the
 # host's speed hits both tools alike; each pair gives a ratio rxe-verify/perftest.
 #   short (CI)  64K and 1M messages, 32 MiB per run, 3 pairs
-#   full        64K, 1M and 64M messages, 64 MiB per run (64M: 320 MiB, perftest's
+#   full        64K, 1M, 8M and 64M messages, 64 MiB per run (64M: 320 MiB, perftest's
 #               5 iterations), 5 pairs; then the full span: `rxe-verify run -s 1G+16
 #               -m full` (every byte both ways, verified) beside ib_write_bw -s 513M,
 #               which registers a 1026 MiB MR (perftest 25.01 registers 2 x the size)
 # Targets, printed and never enforced: wire >= 1.0x perftest (median of the pair ratios),
 # verified full span >= 0.8x perftest's wire.
 #
+# The peer (issue 28): when perftest 26.x is in the guest (/opt/perftest, built from a
+# local source by tests/bench/perftest-build; the bench scenario copies it in when the
+# setting perftest_src names one), every pair also runs its ib_write_bw / ib_read_bw
+# with --data_validation (the receiver checks every byte) and without, the two in
+# alternating order (its validation ring: a few chunks of one or more messages per QP,
+# 64 MiB to 768 MiB of buffer at these sizes, by its validation_common.h); the pair's order of tools is rxe-verify, perftest 25, perftest 26
+# (odd pairs) or the reverse (even) -> peer-pairs.tsv. rxe-verify has no mode that moves
+# data unchecked: its cost of verification is its verified rate (fills and checks in
+# the wall time) against its RDMA-time rate in the same run.
+#
 # Output in $OUT (/results): bw-pairs.tsv (one row per pair and operation), bw-span.tsv
-# (full form), bw-summary.txt, raw files bw-rv-*.json and bw-pt-*.{client,server}.
+# (full form), peer-pairs.tsv (with perftest 26), bw-summary.txt, raw files
+# bw-rv-*.json and bw-pt-*.{client,server} (perftest 26: bw-pt-v26-*, bw-pt-u26-*).
 # Figures are MiB/s (2^20 bytes, perftest's "MB/sec"); rxe-verify's JSON MBps is 10^6.
 set -uo pipefail
 
@@ -37,12 +48,14 @@ FORM=$1
 DEPTH=128 RD_ATOMIC=16 QP_TIMEOUT=19 DEV=rxbw0 NETDEV=dbw0
 case $FORM in
 short) MSGS='64K 1M' REGION=32M PAIRS=${2:-3} SPAN=0 ;;
-full) MSGS='64K 1M 64M' REGION=64M PAIRS=${2:-5} SPAN=1 ;;
+full) MSGS='64K 1M 8M 64M' REGION=64M PAIRS=${2:-5} SPAN=1 ;;
 *) usage >&2; exit 2 ;;
 esac
 [[ $PAIRS =~ ^[1-9][0-9]*$ ]] || { echo "bw.sh: PAIRS must be a positive count, not '$PAIRS'" >&2; exit 2; }
 
-PAIRS_TSV=$OUT/bw-pairs.tsv SPAN_TSV=$OUT/bw-span.tsv SUMMARY=$OUT/bw-summary.txt
+PAIRS_TSV=$OUT/bw-pairs.tsv SPAN_TSV=$OUT/bw-span.tsv SUMMARY=$OUT/bw-summary.txt PEER_TSV=$OUT/peer-pairs.tsv
+PT26=/opt/perftest/bin PEER=0
+[[ ! -x $PT26/ib_write_bw || ! -x $PT26/ib_read_bw ]] || PEER=1
 now() { date +%s.%N; }
 # retransmissions seen by the port so far (completer retries; each one resends packets)
 retries() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/completer_retry_err" 2>/dev/null || echo 0; }
@@ -106,9 +119,36 @@ pt_once() {
 	pt "$@"
 }
 
-# pair MSG N: one rxe-verify run and one ib_write_bw + ib_read_bw, in ABBA order
+# validated TAG: the bytes perftest 26 says it checked in run TAG ("VALIDATION: PASSED -
+# N chunks, M bytes", printed by the side that receives the data), or fails
+validated() { sed -n 's/^VALIDATION: PASSED.* - [0-9]* chunks, \([0-9]*\) bytes.*/\1/p' "$OUT/bw-pt-$1".{client,server} 2>/dev/null | grep -m1 .; }
+
+# peer MSG ITERS N: perftest 26's WRITE and READ with --data_validation and without
+# (verified first in odd pairs); sets PV_W PV_R PU_W PU_R (MiB/s, empty: no figure; a
+# verified run counts only with its VALIDATION: PASSED line) and PV_WB PV_RB (the bytes
+# it checked)
+peer() {
+	local msg=$1 iters=$2 n=$3 v
+	for v in $( ((n % 2)) && echo "v u" || echo "u v"); do
+		local dv=()
+		[[ $v == u ]] || dv=(--data_validation)
+		local w r
+		w=$(pt_once "$PT26/ib_write_bw" "$msg" "$iters" "${v}26-write-$msg-$n" "${dv[@]}") || w=""
+		r=$(pt_once "$PT26/ib_read_bw" "$msg" "$iters" "${v}26-read-$msg-$n" -o "$RD_ATOMIC" "${dv[@]}") || r=""
+		if [[ $v == v ]]; then
+			PV_WB=$(validated "v26-write-$msg-$n") || w=""
+			PV_RB=$(validated "v26-read-$msg-$n") || r=""
+			PV_W=$w PV_R=$r
+		else
+			PU_W=$w PU_R=$r
+		fi
+	done
+}
+
+# pair MSG N: one rxe-verify run and one ib_write_bw + ib_read_bw (and perftest 26's
+# runs, see peer), in ABBA order
 pair() {
-	local msg=$1 n=$2 region iters rvf="" w="" r="" load step
+	local msg=$1 n=$2 region iters rvf="" w="" r="" load step order=rv,pt
 	region=$REGION
 	iters=$(($(bytes_of "$region") / $(bytes_of "$msg")))
 	if ((iters < 5)); then # perftest's minimum; rxe-verify moves the same bytes
@@ -117,9 +157,16 @@ pair() {
 	fi
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	local c0 c1 rvret=0 ptret=0
-	for step in $( ((n % 2)) && echo "rv pt" || echo "pt rv"); do
+	((PEER == 0)) || order=rv,pt,peer
+	PV_W='' PV_R='' PU_W='' PU_R='' PV_WB='' PV_RB=''
+	# odd pairs in order, even pairs reversed
+	((n % 2)) || order=$(tr ',' '\n' <<<"$order" | tac | paste -sd,)
+	for step in ${order//,/ }; do
 		c0=$(retries)
-		if [[ $step == rv ]]; then
+		if [[ $step == peer ]]; then
+			peer "$msg" "$iters" "$n"
+			continue
+		elif [[ $step == rv ]]; then
 			rvf=$(rv "$msg" "$region" "$msg-$n") || rvf=""
 			c1=$(retries) rvret=$((c1 - c0))
 		else
@@ -134,12 +181,24 @@ pair() {
 		-v o="$( ((n % 2)) && echo rv-first || echo pt-first)" -v l="$load" -v a="$rvret" -v b="$ptret" 'BEGIN {
 		printf "%s\twrite\t%d\t%.2f\t%.2f\t%.3f\t%.2f\t%s\t%s\t%d\t%d\n", m, n, ww, pw, ww / pw, wv, o, l, a, b
 		printf "%s\tread\t%d\t%.2f\t%.2f\t%.3f\t%.2f\t%s\t%s\t%d\t%d\n", m, n, rw, pr, rw / pr, rv, o, l, a, b }' >>"$PAIRS_TSV"
+	((PEER)) || return 0
+	printf '%s\twrite\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n%s\tread\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+		"$msg" "$n" "$ww" "$wv" "${PV_W:-NA}" "${PU_W:-NA}" "${PV_WB:-NA}" "$order" "$load" \
+		"$msg" "$n" "$rw" "$rv_" "${PV_R:-NA}" "${PU_R:-NA}" "${PV_RB:-NA}" "$order" "$load" >>"$PEER_TSV"
+	[[ -n $PV_W && -n $PV_R && -n $PU_W && -n $PU_R ]]
 }
 
 modprobe -a ib_uverbs dummy 2>/dev/null || true
 rxe_flavor rxe-kvfix || { t_fail "bench bw: the loaded rdma_rxe is rxe-kvfix" "it is $(rxe_flavor || true)"; exit 1; }
 rxe_dummy_up "$DEV" "$NETDEV" 10.77.9.1/24
 printf 'msg_size\top\tpair\trv_MiBps\tpt_MiBps\tratio\trv_verified_MiBps\torder\tguest_load1\trv_retries\tpt_retries\n' >"$PAIRS_TSV"
+if ((PEER)); then
+	printf 'msg_size\top\tpair\trv_wire_MiBps\trv_verified_MiBps\tpt26_verified_MiBps\tpt26_unverified_MiBps\tpt26_validated_bytes\torder\tguest_load1\n' >"$PEER_TSV"
+	"$PT26/ib_write_bw" --version >"$OUT/peer-perftest-version.txt" 2>&1 || true
+	t_pass "bench bw: perftest 26 in the guest ($(head -n1 "$OUT/peer-perftest-version.txt")): each pair also runs its --data_validation and unverified WRITE and READ"
+else
+	t_skip "bench bw: perftest 26 --data_validation beside rxe-verify" "no perftest 26 in the guest ($PT26): the setting perftest_src names no source (make bench PERFTEST_SRC=a clone or mirror of linux-rdma/perftest)"
+fi
 t0=$SECONDS
 for msg in $MSGS; do
 	t_start "bench bw: $msg messages, $PAIRS interleaved pairs of rxe-verify and ib_write_bw/ib_read_bw (tx depth $DEPTH)"
