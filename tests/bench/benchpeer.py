@@ -113,8 +113,8 @@ def section(res, p, build):
     got = ", ".join(f"{op.upper()} {ver[op]:.1f} MiB/s" for op in ("write", "read") if op in ver)
     p("| 1 GiB + 16 B, one MR, every byte both ways | WRITE, READ | 1 | "
       + (got + " (rxe-verify `run -s 1G+16 -m full`, the full span below)" if got else "not run in this form (make bench runs it)")
-      + " | not measured: perftest's validation checks a ring of tx-depth chunks of one message size, not the "
-        "bytes of one 1 GiB + 16 B region at an unaligned offset | – | – | – | – |")
+      + " | not measured: perftest's validation checks a ring of 8–24 chunks per QP of messages of one size "
+        "(its validation_common.h), not the bytes of one 1 GiB + 16 B region at an unaligned offset | – | – | – | – |")
     p("")
     p("Also only on rxe-verify's side: a failed registration explained in words (cause, remedy; the fragmented "
       "part below measures it on stock rdma_rxe).")

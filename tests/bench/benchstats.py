@@ -192,7 +192,7 @@ def ratio_interval(ratios, limit):
     logs = [math.log(x) for x in v]
     m, sd = statistics.fmean(logs), statistics.stdev(logs)
     half = t95(len(v) - 1) * sd / math.sqrt(len(v))
-    d.update(geomean=math.exp(m), lo=math.exp(m - half), hi=math.exp(m + half), sd_log=sd)
+    d.update(geomean=math.exp(m), lo=math.exp(max(-700.0, m - half)), hi=math.exp(min(700.0, m + half)), sd_log=sd)
     gap = abs(math.log(limit) - m)
     if d["hi"] <= limit:
         d["verdict"] = "met"
@@ -227,6 +227,8 @@ def flatness_interval(points, limit):
     d = {"sizes": [p[0] for p in pts], "n": [p[1] for p in pts], "means": means, "spread": spread,
          "spread_lo": spread_lo, "spread_hi": spread_hi, "target_max": limit, "samples_needed": None,
          "cheapest": pts[means.index(min(means))][0], "dearest": pts[means.index(max(means))][0]}
+    if not math.isfinite(spread_hi):
+        d["spread_hi"] = None  # unbounded (results.json stays strict JSON)
     if spread_hi <= limit:
         d["verdict"] = "met"
     elif spread_lo > limit:
@@ -235,9 +237,11 @@ def flatness_interval(points, limit):
         d["verdict"] = "undecided"
         # the intervals' share of the bounds shrinks with 1/sqrt(n): the n that brings the
         # bound on the far side of the limit back to it
+        # (with two samples an interval can reach below zero: the bound is then infinite
+        # and says nothing of the samples needed)
         width = (spread_hi - spread) if spread <= limit else (spread - spread_lo)
         gap = abs(limit - spread)
-        if gap > 0:
+        if gap > 0 and math.isfinite(width):
             d["samples_needed"] = max(min(d["n"]) + 1, math.ceil(min(d["n"]) * (width / gap) ** 2))
     return d
 

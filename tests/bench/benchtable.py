@@ -178,7 +178,9 @@ def markdown(res, plots, notes_path):
             p("")
             p("- rxe-kvfix, kernel seconds per GiB, mean per size: " +
               ", ".join(f"{size_text(sz)} {v:.4f}" for sz, v in zip(kf["sizes"], kf["means"])) +
-              f"; spread **{kf['spread']:.0%}** [{kf['spread_lo']:.0%}–{kf['spread_hi']:.0%}] (target ≤ {TARGET_FLAT:.0%}): {kf['verdict']}"
+              f"; spread **{kf['spread']:.0%}** [{kf['spread_lo']:.0%}–"
+              + (f"{kf['spread_hi']:.0%}" if kf["spread_hi"] is not None else "unbounded")
+              + f"] (target ≤ {TARGET_FLAT:.0%}): {kf['verdict']}"
               + (f", about {kf['samples_needed']} samples per size would decide it" if kf.get("samples_needed") else "") + ".")
         p("")
     fl = res["derived"].get("fixed_per_gib_flatness")

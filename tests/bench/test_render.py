@@ -98,6 +98,12 @@ class Stats(unittest.TestCase):
         self.assertEqual(u["verdict"], "undecided")
         self.assertGreater(u["samples_needed"], 4)
         self.assertIsNone(bs.flatness_interval([(1, tight), (2, [1.0])], 0.15))
+        # two samples far apart: an interval below zero, an infinite bound, no sample count
+        # (the short form's bench of 2026-12-05 crashed render here)
+        two = bs.flatness_interval([(1, [0.05, 0.06]), (2, [0.04, 0.09])], 0.2)
+        self.assertEqual(two["verdict"], "undecided")
+        self.assertIsNone(two["spread_hi"])
+        self.assertIsNone(two["samples_needed"])
 
     def test_parse_ktrace(self):
         k = bs.parse_ktrace(" 1) ! 1234.567 us |  rxe_reg_user_mr [rdma_rxe]();\n"
