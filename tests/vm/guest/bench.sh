@@ -11,7 +11,7 @@
 #            of SIZES_BOTH (64 MiB .. 1 GiB), `rxe-verify churn -s SIZE --count REG_REPS` (one region,
 #            pre-faulted once, registered and deregistered REG_REPS times) ->
 #            reg-rNN-MOD-SIZE.json, and the kernel's own time of every call of
-#            rxe_reg_user_mr and rxe_dereg_mr (ftrace function_graph, depth 1) ->
+#            rxe_reg_user_mr and rxe_dereg_mr (ftrace function_graph on those two only) ->
 #            reg-rNN-MOD-SIZE.ktrace; rounds 2p-1 and 2p are pair p (one of each module);
 #            per round the guest's /proc/loadavg and the guest clock at its start and
 #            end (round-NN.txt; the scenario samples the host's load beside it).
@@ -109,11 +109,13 @@ mod_unload() {
 	dmesg -C
 }
 # --- the kernel's own time per registration (ftrace) --------------------------------
-# ftrace's function_graph tracer, depth 1, filtered to the two rxe verbs: the duration
-# it measures from entry to return of rxe_reg_user_mr (pinning the pages, the page
-# table the fix allocates, the MR's setup) and of rxe_dereg_mr, per call, without the
-# system call, uverbs' marshalling or rxe-verify's clocks around them. The filter names
-# module functions, which leave with the module, so it is set after every load.
+# ftrace's function_graph tracer on the two rxe verbs only (set_ftrace_filter, so no
+# other call site is patched or hooked: switching it is cheap under TCG, and the calls
+# inside a traced one run untraced): the duration from entry to return of
+# rxe_reg_user_mr (pinning the pages, the page table the fix allocates, the MR's setup)
+# and of rxe_dereg_mr, per call, without the system call, uverbs' marshalling or
+# rxe-verify's clocks around them. The filter names module functions, which leave with
+# the module, so it is set after every load.
 # ktrace_start: after mod_load; ktrace_take FILE: FILE.ktrace gets the calls since the
 # last take; ktrace_stop: before mod_unload. KTRACE is 0 when tracefs or the filter
 # is missing (then the figures are rxe-verify's own clocks only, and render says so).
@@ -122,7 +124,7 @@ ktrace_start() {
 	((KTRACE)) || return 0
 	{ mountpoint -q "$TRACEFS" || mount -t tracefs nodev "$TRACEFS"; } 2>/dev/null &&
 		echo 0 >"$TRACEFS/tracing_on" && echo nop >"$TRACEFS/current_tracer" &&
-		echo "$KFUNCS" >"$TRACEFS/set_graph_function" && echo 1 >"$TRACEFS/max_graph_depth" &&
+		echo "$KFUNCS" >"$TRACEFS/set_ftrace_filter" && echo 1 >"$TRACEFS/max_graph_depth" &&
 		echo 1 >"$TRACEFS/options/funcgraph-tail" &&
 		echo function_graph >"$TRACEFS/current_tracer" && : >"$TRACEFS/trace" &&
 		echo 1 >"$TRACEFS/tracing_on" && return 0
@@ -141,7 +143,7 @@ ktrace_stop() {
 	((KTRACE)) || return 0
 	echo 0 >"$TRACEFS/tracing_on"
 	echo nop >"$TRACEFS/current_tracer"
-	: >"$TRACEFS/set_graph_function"
+	: >"$TRACEFS/set_ftrace_filter"
 }
 
 # churn FILE SIZE ARGS...: rxe-verify churn on rxe0 -> FILE.json (+ .err, .rc); status 0
