@@ -148,7 +148,7 @@ peer() {
 # pair MSG N: one rxe-verify run and one ib_write_bw + ib_read_bw (and perftest 26's
 # runs, see peer), in ABBA order
 pair() {
-	local msg=$1 n=$2 region iters rvf="" w="" r="" load step order=rv,pt
+	local msg=$1 n=$2 region iters rvf="" w="" r="" load step order
 	region=$REGION
 	iters=$(($(bytes_of "$region") / $(bytes_of "$msg")))
 	if ((iters < 5)); then # perftest's minimum; rxe-verify moves the same bytes
@@ -157,10 +157,14 @@ pair() {
 	fi
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	local c0 c1 rvret=0 ptret=0
-	((PEER == 0)) || order=rv,pt,peer
 	PV_W='' PV_R='' PU_W='' PU_R='' PV_WB='' PV_RB=''
-	# odd pairs in order, even pairs reversed
-	((n % 2)) || order=$(tr ',' '\n' <<<"$order" | tac | paste -sd,)
+	# the tools' order: odd pairs as written, even pairs reversed
+	case $((PEER != 0)),$((n % 2)) in
+	0,1) order=rv,pt ;;
+	0,0) order=pt,rv ;;
+	1,1) order=rv,pt,peer ;;
+	*) order=peer,pt,rv ;;
+	esac
 	for step in ${order//,/ }; do
 		c0=$(retries)
 		if [[ $step == peer ]]; then
