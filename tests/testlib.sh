@@ -108,15 +108,56 @@ t_ccache_end() {
 }
 
 # t_kbuild_ccache_report begin|end: a stage's use of <cache>/ccache-kbuild (the caller
-# also sources vmhost/lib.sh, for rxe_cache_dir). begin remembers its hits and misses
+# also sources vmhost/lib.sh, for rxe_cache_dir: checked). begin remembers its hits and misses
 # (t_ccache_stats); end prints the stage's line "kbuild through ccache ...: N hits, M
 # compiled".
 T_KBUILD_CCACHE0=''
 t_kbuild_ccache_report() {
 	local d h=0 m=0 h0 m0
+	declare -F rxe_cache_dir >/dev/null || { echo "t_kbuild_ccache_report: source vmhost/lib.sh first (rxe_cache_dir)" >&2; return 2; }
 	d=$(rxe_cache_dir)/ccache-kbuild
 	if [[ -d $d ]] && command -v ccache >/dev/null; then read -r h m < <(CCACHE_DIR=$d t_ccache_stats); fi
 	if [[ $1 == begin ]]; then T_KBUILD_CCACHE0="$h $m"; return 0; fi
 	read -r h0 m0 <<<"${T_KBUILD_CCACHE0:-$h $m}"
 	echo "--- kbuild through ccache in the build roots, during this stage (and anything beside it): $((h - h0)) hits, $((m - m0)) compiled"
+}
+
+# --- a Fedora-shaped kernel source RPM (the SRPM provider's tests) -----------------
+# t_fedora_srpm TARBALL UPSTREAM DIR MARKER TAG SUMMARY: a kernel source RPM in
+# Fedora's shape, kernel-UPSTREAM-200.fc44.src.rpm, made in DIR; its path on stdout.
+# Source0 is linux-UPSTREAM.tar.xz (TARBALL, a Debian linux-source, trimmed to the top
+# Makefile and the rxe directory: the whole tree costs minutes), Patch1
+# patch-X.Y-redhat.patch with one change inside rxe (the comment MARKER in rxe_verbs.c,
+# which the SRPM provider applies) and one outside (EXTRAVERSION = -TAG, left out), as
+# Fedora's patch touches both. Used by the kmod and pkg test stages (tests/kmod/srpm-provider.sh,
+# tests/pkg/fedora-shape.sh).
+t_fedora_srpm() {
+	local src=$1 up=$2 d=$3 marker=$4 tag=$5 summary=$6 xy rxe=drivers/infiniband/sw/rxe
+	xy=$(cut -d. -f1,2 <<<"$up")
+	mkdir -p "$d/x" "$d/rpm/SOURCES" "$d/rpm/SPECS"
+	tar -xf "$src" -C "$d/x" --strip-components=1 --wildcards --no-wildcards-match-slash "*/$rxe/*" "*/Makefile"
+	mv "$d/x" "$d/linux-$up"
+	tar -C "$d" -cJf "$d/rpm/SOURCES/linux-$up.tar.xz" "linux-$up"
+	cp -a "$d/linux-$up" "$d/b"
+	sed -i "1a /* $marker */" "$d/b/$rxe/rxe_verbs.c"
+	sed -i -E "s/^EXTRAVERSION =.*/EXTRAVERSION = -$tag/" "$d/b/Makefile"
+	(cd "$d" && { diff -u --label "a/$rxe/rxe_verbs.c" --label "b/$rxe/rxe_verbs.c" "linux-$up/$rxe/rxe_verbs.c" "b/$rxe/rxe_verbs.c" || true; } |
+		sed "1i diff --git a/$rxe/rxe_verbs.c b/$rxe/rxe_verbs.c" >"rpm/SOURCES/patch-$xy-redhat.patch"
+		{ diff -u --label a/Makefile --label b/Makefile "linux-$up/Makefile" b/Makefile || true; } |
+			sed '1i diff --git a/Makefile b/Makefile' >>"rpm/SOURCES/patch-$xy-redhat.patch")
+	cat >"$d/rpm/SPECS/kernel.spec" <<SPEC
+Name: kernel
+Version: $up
+Release: 200.fc44
+Summary: $summary
+License: GPL-2.0-only
+Source0: linux-$up.tar.xz
+Patch1: patch-$xy-redhat.patch
+%description
+Made at test time by rxe-kvfix's tests from Debian's linux-source of linux $up,
+trimmed to the top Makefile and $rxe.
+SPEC
+	rpmbuild -bs --define "_topdir $d/rpm" "$d/rpm/SPECS/kernel.spec" >"$d/rpmbuild.log" 2>&1 ||
+		{ echo "rpmbuild -bs of kernel-$up failed: $(tail -n1 "$d/rpmbuild.log")" >&2; return 1; }
+	find "$d/rpm/SRPMS" -name "kernel-$up-200.fc44*.src.rpm" | head -n1
 }

@@ -39,7 +39,7 @@ FREL=$UP-200.fc44.x86_64
 
 t_start "make a Fedora-shaped kernel-$UP-200.fc44.src.rpm"
 # the distribution patch: one rxe change (kept) and one top-level change (dropped)
-if SRPM=$(rxe_fedora_srpm "$lower/usr/src/linux-source-$XY.tar.xz" "$UP" "$W" \
+if SRPM=$(t_fedora_srpm "$lower/usr/src/linux-source-$XY.tar.xz" "$UP" "$W" \
 	'fedora-distro-change: kept by rxe-kvfix-prepare' fedora-test "test kernel source package shaped like Fedora's" 2>"$W/srpm.err") && [[ -f $SRPM ]]; then
 	t_pass
 else

@@ -35,6 +35,8 @@ set -euo pipefail
 usage() { sed -n '/^#   fedora-shape.sh/,/^# MNT must/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 # shellcheck source=vmhost/lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/vmhost/lib.sh"
+# shellcheck source=tests/testlib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/testlib.sh"
 readonly LABEL="Fedora-shaped (simulated: Debian kernel, DKMS's Fedora code path, Fedora's file layout)"
 
 STAGE=() UNAFF='' SRPMS=1 MNT=''
@@ -68,7 +70,7 @@ mapfile -t KERNELS < <(cd "$MNT/lib/modules" && for d in *; do [[ -d $MNT/usr/sr
 SRPM_CACHE=${RXE_CACHE:-/var/cache/rxe-kvfix}/fedora-shaped-srpms
 make_srpm() {
 	local src=$1 up=$2 d key
-	key="$(basename "$src") $(stat -c '%s %Y' "$src") $(sha256sum <"${BASH_SOURCE[0]}") $(declare -f rxe_fedora_srpm | sha256sum)"
+	key="$(basename "$src") $(stat -c '%s %Y' "$src") $(sha256sum <"${BASH_SOURCE[0]}") $(declare -f t_fedora_srpm | sha256sum)"
 	key=$(sha256sum <<<"$key" | cut -c1-12)
 	mkdir -p "$MNT/var/cache/rxe-kvfix/sources"
 	if compgen -G "$SRPM_CACHE/$key/kernel-$up-200.fc44*.src.rpm" >/dev/null; then
@@ -76,7 +78,7 @@ make_srpm() {
 		return 0
 	fi
 	d=$W/srpm-$up
-	rxe_fedora_srpm "$src" "$up" "$d" 'fedora-shaped-distro-change: applied by rxe-kvfix-prepare' \
+	t_fedora_srpm "$src" "$up" "$d" 'fedora-shaped-distro-change: applied by rxe-kvfix-prepare' \
 		fedora-shaped "$LABEL kernel source package" >/dev/null || { echo "fedora-shape: $(tail -n1 "$d/rpmbuild.log" 2>/dev/null)" >&2; return 1; }
 	cp "$d"/rpm/SRPMS/kernel-"$up"-200.fc44*.src.rpm "$MNT/var/cache/rxe-kvfix/sources/"
 	mkdir -p "$SRPM_CACHE/$key.part" && cp "$d"/rpm/SRPMS/kernel-"$up"-200.fc44*.src.rpm "$SRPM_CACHE/$key.part/" &&
