@@ -20,6 +20,14 @@
 #   rxe_need_host CMD:PKG...       install missing host packages with apt-get (idempotent)
 #   rxe_chroot_api_mount DIR       mount proc, sys, dev (rbind, rslave) under DIR
 #   rxe_chroot_api_umount DIR      undo rxe_chroot_api_mount (reverse order, lazy fallback)
+#   rxe_chroot_run DIR [VAR=VAL]... CMD...
+#                                  CMD chrooted into DIR with a clean environment (PATH,
+#                                  HOME=/root, LANG=C.UTF-8, DEBIAN_FRONTEND) plus VAR=VAL
+#   rxe_chroot_apt_install DIR WHAT PKG...
+#                                  apt-get update and install PKG (no recommends) into the
+#                                  root at DIR (an overlay: it is written); log in
+#                                  DIR/root/apt.log; on failure its tail and one line naming
+#                                  WHAT on stderr, status 1
 #   rxe_overlay_mount [--no-api] LOWER MNT
 #                                  overlayfs at MNT: lower=LOWER (read-only; A:B for
 #                                  layer A over root B), upper/work in
@@ -179,6 +187,25 @@ rxe_chroot_api_umount() {
             umount -R "$dir/$m" 2>/dev/null || umount -R -l "$dir/$m" || true
         fi
     done
+}
+
+rxe_chroot_run() {
+    local dir=$1
+    shift
+    chroot "$dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+        DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+rxe_chroot_apt_install() {
+    local dir=$1 what=$2
+    shift 2
+    # shellcheck disable=SC2016  # $0 and $@ belong to the chrooted sh
+    if ! rxe_chroot_run "$dir" sh -c 'apt-get -q update && apt-get -q -y --no-install-recommends install "$@"' sh "$@" \
+        >"$dir/root/apt.log" 2>&1; then
+        tail -n 5 "$dir/root/apt.log" >&2
+        echo "installing $what ($*) into $dir failed (above; log $dir/root/apt.log)" >&2
+        return 1
+    fi
 }
 
 rxe_overlay_mount() {

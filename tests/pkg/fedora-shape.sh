@@ -52,7 +52,7 @@ while (($#)); do
 done
 [[ -n $MNT && -d $MNT/usr/src ]] || { echo "fedora-shape: MNT must be an overlay of the sid root (try --help)" >&2; exit 2; }
 command -v rpmbuild >/dev/null || { echo "fedora-shape: rpmbuild is missing on the host (tests/host-deps)" >&2; exit 1; }
-in_mnt() { chroot "$MNT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
+in_mnt() { rxe_chroot_run "$MNT" "$@"; }
 
 W=$(mktemp -d /var/tmp/rxe-kvfix-fedora-shape.XXXXXX)
 cleanup() { rm -rf "$W"; }
