@@ -29,8 +29,10 @@
 # setting perftest_src names one), every pair also runs its ib_write_bw / ib_read_bw
 # with --data_validation (the receiver checks every byte) and without, the two in
 # alternating order (its validation ring: a few chunks of one or more messages per QP,
-# 64 MiB to 768 MiB of buffer at these sizes, by its validation_common.h); the pair's order of tools is rxe-verify, perftest 25, perftest 26
-# (odd pairs) or the reverse (even) -> peer-pairs.tsv. rxe-verify has no mode that moves
+# up to 24 chunks of one or more messages per QP, by its validation_common.h: up to
+# 1.5 GiB at 64 MiB messages; at least 32 iterations, see peer); the pair's order of
+# tools is rxe-verify, perftest 25, perftest 26 (odd pairs) or the reverse (even) ->
+# peer-pairs.tsv. rxe-verify has no mode that moves
 # data unchecked: its cost of verification is its verified rate (fills and checks in
 # the wall time) against its RDMA-time rate in the same run.
 #
@@ -129,6 +131,10 @@ validated() { sed -n 's/^VALIDATION: PASSED.* - [0-9]* chunks, \([0-9]*\) bytes.
 # it checked)
 peer() {
 	local msg=$1 iters=$2 n=$3 v
+	# --data_validation needs tx_depth >= 32 and perftest lowers tx_depth to the
+	# iterations: at least 32 of them (8 MiB messages: 256 MiB a run, 64 MiB: 2 GiB;
+	# the rates, per second, stay comparable with the pair's other tools)
+	((iters >= 32)) || iters=32
 	for v in $( ((n % 2)) && echo "v u" || echo "u v"); do
 		local dv=()
 		[[ $v == u ]] || dv=(--data_validation)
