@@ -208,7 +208,7 @@ def markdown(res, plots, notes_path):
         p(f"| {r['round']} | {(r['round'] + 1) // 2} | {MOD_NAME.get(r.get('module'), '?')} | {fmt_load(r.get('host_load1'))} | "
           f"{(r.get('guest_load_start') or '–').split(' ')[0]} | {r.get('seconds', 0):.0f} | " + " | ".join(cells) + " |")
     p("")
-    plot("reg-per-gib.png", "seconds per GiB against MR size, both modules, every round")
+    plot("reg-per-gib.png", "seconds per GiB against MR size, both modules, every round; the kernel's own time when the run has it")
 
     # ------------------------------------------------------------------ kernel memory
     p("## Kernel memory per registered GiB")
