@@ -75,7 +75,7 @@ def markdown(res, plots, notes_path):
     p("")
     p(f"{res.get('form')} form, {env.get('date_start')}, kernel {env.get('kernel')}, QEMU/TCG guest on a "
       f"{env.get('host_nproc')}-core host, host 1-minute load during the boot "
-      + (f"{hl['median']:.2f} median ({hl['min']:.2f}–{hl['max']:.2f}, {hl['n']} samples; the guest alone keeps it near 1)" if hl else
+      + (f"{hl['median']:.2f} median ({hl['min']:.2f}–{hl['max']:.2f}, {hl['n']} samples, the guest's own vCPU threads included: under TCG a busy 2-vCPU guest alone brings a 2-core host near 2)" if hl else
          f"start {env['host_loadavg'].get('start')}, end {env['host_loadavg'].get('end')}") + ".")
     p("")
     p("## Targets")
