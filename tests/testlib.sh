@@ -132,17 +132,17 @@ t_kbuild_ccache_report() {
 # Fedora's patch touches both. Used by the kmod and pkg test stages (tests/kmod/srpm-provider.sh,
 # tests/pkg/fedora-shape.sh).
 t_fedora_srpm() {
-	local src=$1 up=$2 d=$3 marker=$4 tag=$5 summary=$6 xy rxe=drivers/infiniband/sw/rxe
+	local src=$1 up=$2 d=$3 marker=$4 tag=$5 summary=$6 xy rxedir=drivers/infiniband/sw/rxe
 	xy=$(cut -d. -f1,2 <<<"$up")
 	mkdir -p "$d/x" "$d/rpm/SOURCES" "$d/rpm/SPECS"
-	tar -xf "$src" -C "$d/x" --strip-components=1 --wildcards --no-wildcards-match-slash "*/$rxe/*" "*/Makefile"
+	tar -xf "$src" -C "$d/x" --strip-components=1 --wildcards --no-wildcards-match-slash "*/$rxedir/*" "*/Makefile"
 	mv "$d/x" "$d/linux-$up"
 	tar -C "$d" -cJf "$d/rpm/SOURCES/linux-$up.tar.xz" "linux-$up"
 	cp -a "$d/linux-$up" "$d/b"
-	sed -i "1a /* $marker */" "$d/b/$rxe/rxe_verbs.c"
+	sed -i "1a /* $marker */" "$d/b/$rxedir/rxe_verbs.c"
 	sed -i -E "s/^EXTRAVERSION =.*/EXTRAVERSION = -$tag/" "$d/b/Makefile"
-	(cd "$d" && { diff -u --label "a/$rxe/rxe_verbs.c" --label "b/$rxe/rxe_verbs.c" "linux-$up/$rxe/rxe_verbs.c" "b/$rxe/rxe_verbs.c" || true; } |
-		sed "1i diff --git a/$rxe/rxe_verbs.c b/$rxe/rxe_verbs.c" >"rpm/SOURCES/patch-$xy-redhat.patch"
+	(cd "$d" && { diff -u --label "a/$rxedir/rxe_verbs.c" --label "b/$rxedir/rxe_verbs.c" "linux-$up/$rxedir/rxe_verbs.c" "b/$rxedir/rxe_verbs.c" || true; } |
+		sed "1i diff --git a/$rxedir/rxe_verbs.c b/$rxedir/rxe_verbs.c" >"rpm/SOURCES/patch-$xy-redhat.patch"
 		{ diff -u --label a/Makefile --label b/Makefile "linux-$up/Makefile" b/Makefile || true; } |
 			sed '1i diff --git a/Makefile b/Makefile' >>"rpm/SOURCES/patch-$xy-redhat.patch")
 	cat >"$d/rpm/SPECS/kernel.spec" <<SPEC
@@ -155,7 +155,7 @@ Source0: linux-$up.tar.xz
 Patch1: patch-$xy-redhat.patch
 %description
 Made at test time by rxe-kvfix's tests from Debian's linux-source of linux $up,
-trimmed to the top Makefile and $rxe.
+trimmed to the top Makefile and $rxedir.
 SPEC
 	rpmbuild -bs --define "_topdir $d/rpm" "$d/rpm/SPECS/kernel.spec" >"$d/rpmbuild.log" 2>&1 ||
 		{ echo "rpmbuild -bs of kernel-$up failed: $(tail -n1 "$d/rpmbuild.log")" >&2; return 1; }
