@@ -188,6 +188,32 @@ TEST(OobHostile, FloodOfValidRequestsIsServed) {
   EXPECT_EQ(s.result, "");
 }
 
+// The fuzzer's timeout of 2026-12-05 (regressions/timeout-region-size-pages): a mismatching
+// verify with a region of 2^63 bytes searched 2^51 pages for a misplaced one. The search is
+// bounded (test_pattern) and a session gets LocalPeer::kMaxExplained searches; the answers
+// after those still report the mismatch.
+TEST(OobHostile, MismatchExplanationsAreBoundedPerSession) {
+  std::string in = hello(4096) + R"({"op":"fill","st":0,"off":0,"len":64,"key":1})" + "\n";
+  const unsigned n = LocalPeer::kMaxExplained + 2;
+  for (unsigned i = 0; i < n; ++i)
+    in += R"({"op":"verify","st":0,"off":0,"len":64,"key":2,"region_size":9223372036854775808})"
+          "\n";
+  auto s = run_session(in);
+  ASSERT_EQ(s.replies.size(), 2u + n);  // hello, fill, the verifies
+  for (unsigned i = 0; i < n; ++i) {
+    const json& r = s.replies[2 + i];
+    SCOPED_TRACE(r.dump());
+    EXPECT_FALSE(r.value("ok", true));
+    ASSERT_TRUE(r.contains("mismatch"));
+    EXPECT_EQ(r["mismatch"].value("offset", 1u), 0u);
+    std::string why = r.value("explanation", "");
+    if (i < LocalPeer::kMaxExplained)
+      EXPECT_EQ(why.find("unrecognised data (searched pages 0-4194303 of 2251799813685248"), 0u);
+    else
+      EXPECT_EQ(why, "not explained (this peer explained its first 8 mismatches)");
+  }
+}
+
 TEST(OobHostile, StagingSizeIsCapped) {
   auto s = run_session(hello((1 << 20) + 1));
   ASSERT_EQ(s.replies.size(), 1u);

@@ -66,6 +66,36 @@ TEST(Pattern, MisplacedPageDetectedAndExplained) {
   EXPECT_NE(why.find(std::to_string(3 * 4096)), std::string::npos) << why;
 }
 
+// region_size is the peer's word on `serve` (the fuzzer's timeout of 2026-12-05: 2^63 bytes
+// made the misplaced-page search run for hours): the search covers kExplainMaxPages pages
+// around the bad one and says so when it found nothing.
+TEST(Pattern, MisplacedPageSearchIsBoundedInAHugeRegion) {
+  const std::uint64_t key = pattern_key(9, 0, Phase::Write);
+  const std::uint64_t at = std::uint64_t{1} << 40;  // the checked bytes sit 1 TiB in
+  std::vector<unsigned char> v(4096);
+  pattern_fill(v.data(), at + 5 * 4096, 4096, key);  // a page from 5 pages on: inside
+  auto m = pattern_verify(v.data(), at, v.size(), key);
+  ASSERT_TRUE(m);
+  for (std::uint64_t size : {std::uint64_t{1} << 63, ~std::uint64_t{0}}) {
+    auto why = explain_mismatch(v.data(), at, v.size(), *m, key, {}, size);
+    EXPECT_NE(why.find("misplaced"), std::string::npos) << why;
+    EXPECT_NE(why.find(std::to_string(at + 5 * 4096)), std::string::npos) << why;
+  }
+  pattern_fill(v.data(), 0, 4096, key);  // region page 0: outside the searched pages
+  m = pattern_verify(v.data(), at, v.size(), key);
+  ASSERT_TRUE(m);
+  auto why = explain_mismatch(v.data(), at, v.size(), *m, key, {}, std::uint64_t{1} << 63);
+  const std::uint64_t bad = at / 4096, lo = bad - kExplainMaxPages / 2;
+  EXPECT_EQ(why, "unrecognised data (searched pages " + std::to_string(lo) + "-" +
+                     std::to_string(lo + kExplainMaxPages - 1) + " of " +
+                     std::to_string(std::uint64_t{1} << 51) + " for a misplaced one)");
+  // The bad page is the region's last: the searched pages end there.
+  why = explain_mismatch(v.data(), at, v.size(), *m, key, {}, at + 4096);
+  EXPECT_EQ(why, "unrecognised data (searched pages " + std::to_string(bad + 1 - kExplainMaxPages) +
+                     "-" + std::to_string(bad) + " of " + std::to_string(bad + 1) +
+                     " for a misplaced one)");
+}
+
 TEST(Pattern, StalePageFromPreviousPassDetected) {
   const std::uint64_t k0 = pattern_key(5, 0, Phase::Write);
   const std::uint64_t k1 = pattern_key(5, 1, Phase::Write);

@@ -84,8 +84,14 @@ VerifyOutcome LocalPeer::verify(std::uint64_t st_off, std::uint64_t region_off,
   v.mismatch = pattern_verify(buf_.data() + st_off, region_off, len, key);
   if (v.mismatch) {
     v.ok = false;
-    v.explanation = explain_mismatch(buf_.data() + st_off, region_off, len, *v.mismatch, key,
-                                     candidates, region_size);
+    if (explained_ < kMaxExplained) {
+      ++explained_;
+      v.explanation = explain_mismatch(buf_.data() + st_off, region_off, len, *v.mismatch, key,
+                                       candidates, region_size);
+    } else {
+      v.explanation = "not explained (this peer explained its first " +
+                      std::to_string(kMaxExplained) + " mismatches)";
+    }
   }
   return v;
 }

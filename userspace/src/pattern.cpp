@@ -163,10 +163,19 @@ std::string explain_mismatch(const void* srcv, std::uint64_t region_off, std::si
   if (actual == 0) return "zero bytes found (short or missing transfer)";
   for (const auto& c : candidates)
     if (pattern_word(c.key, w) == actual) return "data of " + c.label + " found (stale page)";
-  // Misplaced: same key, other word with the same position inside its page.
+  // Misplaced: same key, other word with the same position inside its page. region_size
+  // comes from the peer on `serve`, so the search is bounded: at most kExplainMaxPages
+  // pages, centred on the bad one when the region has more.
   std::uint64_t inpage = w & 511;
-  std::uint64_t pages = (region_size + 4095) / 4096;
-  for (std::uint64_t pg = 0; pg < pages; ++pg) {
+  std::uint64_t pages = region_size / 4096 + (region_size % 4096 != 0);
+  std::uint64_t lo = 0, hi = pages;
+  if (pages > kExplainMaxPages) {
+    std::uint64_t bad = w / 512;
+    lo = bad > kExplainMaxPages / 2 ? bad - kExplainMaxPages / 2 : 0;
+    if (lo > pages - kExplainMaxPages) lo = pages - kExplainMaxPages;
+    hi = lo + kExplainMaxPages;
+  }
+  for (std::uint64_t pg = lo; pg < hi; ++pg) {
     std::uint64_t cw = pg * 512 + inpage;
     if (cw != w && pattern_word(key, cw) == actual)
       return "data belonging to region offset " + std::to_string(cw * 8) +
@@ -180,6 +189,9 @@ std::string explain_mismatch(const void* srcv, std::uint64_t region_off, std::si
       return "data belonging to region offset " + std::to_string(cw * 8) +
              " found (shifted transfer)";
   }
+  if (lo != 0 || hi != pages)
+    return "unrecognised data (searched pages " + std::to_string(lo) + "-" +
+           std::to_string(hi - 1) + " of " + std::to_string(pages) + " for a misplaced one)";
   return "unrecognised data";
 }
 
