@@ -7,7 +7,7 @@ targets(res) returns the two target rows from the collected registration part.
 """
 import os
 
-from benchstats import GIB, combine, flatness_interval, parse_ktrace, size_text, stats
+from benchstats import AT_LIMIT_WORDS, GIB, combine, flatness_interval, parse_ktrace, size_text, stats
 from benchtable import TARGET_FLAT, TARGET_REG_RATIO
 
 KERNEL_METHOD = ("the kernel's own time per call of rxe_reg_user_mr (ftrace function_graph filtered to "
@@ -23,10 +23,13 @@ def targets(res):
     for t, k in per:
         if k["verdict"] == "undecided" and k.get("pairs_needed"):
             k["why"] = f"{k['n']} pairs; about {k['pairs_needed']} would decide it at the measured spread"
+        elif k["verdict"] == "undecided" and k.get("at_limit"):
+            k["why"] = f"{k['n']} pairs; the mean sits on the limit: no feasible number of pairs decides it"
     v = combine([k["verdict"] for _, k in per])
     why = "; ".join(
         f"{t} {k['geomean']:.3f} [{k['lo']:.3f}–{k['hi']:.3f}, {k['n']} pairs] {k['verdict']}"
         + (f" (about {k['pairs_needed']} pairs would decide it)" if k.get("pairs_needed") else "")
+        + (AT_LIMIT_WORDS if k.get("at_limit") else "")
         if k.get("geomean") else f"{t}: {k.get('why', 'no interval')}" for t, k in per)
     T.append({"target": f"registration: rxe-kvfix/stock ≤ {TARGET_REG_RATIO} per size, kernel-side (paired ABBA rounds, 64 MiB–1 GiB)",
               "verdict": v, "method": KERNEL_METHOD,
@@ -42,6 +45,8 @@ def targets(res):
                f"samples per size {min(fl['n'])}–{max(fl['n'])}: round medians to 1 GiB, calls above)")
         if fl.get("samples_needed"):
             why += f"; about {fl['samples_needed']} samples per size would decide it"
+        elif fl.get("at_limit"):
+            why += ";" + AT_LIMIT_WORDS
         T.append({"target": f"registration: rxe-kvfix's kernel seconds per GiB flat within {TARGET_FLAT:.0%} from "
                             f"{size_text(fl['sizes'][0])} to {size_text(fl['sizes'][-1])}",
                   "verdict": fl["verdict"], "method": KERNEL_METHOD, "why": why})

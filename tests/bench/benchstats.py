@@ -178,14 +178,22 @@ def t95(df):
     return 1.96 if df > 120 else (q if q is not None else float("inf"))
 
 
+# An estimate closer to its limit than a tenth of its interval's half-width "sits on the
+# limit": deciding it would take a hundred times the samples or more, so the render says
+# that instead of a count no run would reach.
+AT_LIMIT = 10.0
+AT_LIMIT_WORDS = " sits on the limit (closer to it than a tenth of its interval): no feasible run decides it"
+
+
 def ratio_interval(ratios, limit):
     """Paired ratios (fixed/stock) -> their geometric mean with a 95 % t-interval (on the
     logs) and the verdict on 'ratio <= limit': met when the interval's top is at or under
     limit, not met when its bottom is above it, else undecided, with the number of pairs
-    that would decide it at the measured spread (None when the mean sits on the limit)."""
+    that would decide it at the measured spread; when the mean sits on the limit (within a
+    tenth of the interval's half-width: a hundred times the pairs or more) at_limit instead."""
     v = [r for r in ratios if r and r > 0]
     d = {"n": len(v), "limit": limit, "geomean": None, "lo": None, "hi": None, "verdict": "undecided",
-         "pairs_needed": None}
+         "pairs_needed": None, "at_limit": False}
     if len(v) < 2:
         d["why"] = f"{len(v)} pair(s): an interval needs two"
         return d
@@ -198,7 +206,9 @@ def ratio_interval(ratios, limit):
         d["verdict"] = "met"
     elif d["lo"] > limit:
         d["verdict"] = "not met"
-    elif gap > 0:
+    elif gap < half / AT_LIMIT:
+        d["at_limit"] = True
+    else:
         d["pairs_needed"] = max(len(v) + 1, math.ceil((2.0 * sd / gap) ** 2))
     return d
 
@@ -207,7 +217,8 @@ def flatness_interval(points, limit):
     """points: [(size, samples of seconds per GiB)] -> the spread of the per-size means,
     (max - min) / min, with bounds from each mean's 95 % t-interval: met when even the
     widest reading of the intervals stays within limit, not met when even the narrowest
-    exceeds it, else undecided with the samples per size that would decide it."""
+    exceeds it, else undecided with the samples per size that would decide it, or
+    at_limit when the spread sits on the limit (as in ratio_interval)."""
     pts = []
     for size, v in points:
         v = [x for x in (v or []) if x is not None]
@@ -226,7 +237,7 @@ def flatness_interval(points, limit):
     spread_lo = max(0.0, (m_lo - m_hi) / m_hi) if m_hi > 0 else 0.0
     d = {"sizes": [p[0] for p in pts], "n": [p[1] for p in pts], "means": means, "spread": spread,
          "spread_lo": spread_lo, "spread_hi": spread_hi, "target_max": limit, "samples_needed": None,
-         "cheapest": pts[means.index(min(means))][0], "dearest": pts[means.index(max(means))][0]}
+         "at_limit": False, "cheapest": pts[means.index(min(means))][0], "dearest": pts[means.index(max(means))][0]}
     if not math.isfinite(spread_hi):
         d["spread_hi"] = None  # unbounded (results.json stays strict JSON)
     if spread_hi <= limit:
@@ -241,7 +252,9 @@ def flatness_interval(points, limit):
         # and says nothing of the samples needed)
         width = (spread_hi - spread) if spread <= limit else (spread - spread_lo)
         gap = abs(limit - spread)
-        if gap > 0 and math.isfinite(width):
+        if math.isfinite(width) and gap < width / AT_LIMIT:
+            d["at_limit"] = True
+        elif math.isfinite(width):
             d["samples_needed"] = max(min(d["n"]) + 1, math.ceil(min(d["n"]) * (width / gap) ** 2))
     return d
 

@@ -3,7 +3,7 @@ import os
 import re
 
 import benchpeer
-from benchstats import MIB, WIDE, MIN_PAIRS, fmt_mib, size_text
+from benchstats import AT_LIMIT_WORDS, MIB, WIDE, MIN_PAIRS, fmt_mib, size_text
 
 TARGET_REG_RATIO = 1.05      # fixed/stock registration time, per size
 TARGET_FLAT = 0.20           # per-GiB cost across sizes: (max - min) / min
@@ -167,7 +167,8 @@ def markdown(res, plots, notes_path):
         for x in ks:
             k = x["kreg_interval"]
             iv = f"{k['geomean']:.3f} [{k['lo']:.3f}–{k['hi']:.3f}]" if k.get("geomean") else "–"
-            need = f", about {k['pairs_needed']} pairs would decide it" if k.get("pairs_needed") else ""
+            need = f", about {k['pairs_needed']} pairs would decide it" if k.get("pairs_needed") else (
+                ", sits on the limit" if k.get("at_limit") else "")
             p(f"| {x['size_text']} | {fmt_stats(x['stock'].get('kreg_per_gib_round_medians'), prec=4)} | "
               f"{fmt_stats(x['fixed'].get('kreg_per_gib_round_medians'), prec=4)} | {k['n']} | {iv} | {k['verdict']}{need} |")
         for e in reg["fixed_only"]:
@@ -181,7 +182,8 @@ def markdown(res, plots, notes_path):
               f"; spread **{kf['spread']:.0%}** [{kf['spread_lo']:.0%}–"
               + (f"{kf['spread_hi']:.0%}" if kf["spread_hi"] is not None else "unbounded")
               + f"] (target ≤ {TARGET_FLAT:.0%}): {kf['verdict']}"
-              + (f", about {kf['samples_needed']} samples per size would decide it" if kf.get("samples_needed") else "") + ".")
+              + (f", about {kf['samples_needed']} samples per size would decide it" if kf.get("samples_needed") else "")
+              + (f", it{AT_LIMIT_WORDS}" if kf.get("at_limit") else "") + ".")
         p("")
     fl = res["derived"].get("fixed_per_gib_flatness")
     if fl:

@@ -82,11 +82,17 @@ class Stats(unittest.TestCase):
         near_one = [1.0 + d for d in (0.01, -0.01, 0.02, 0, -0.02, 0.03, 0, 0.01, -0.01, 0) * 2]
         self.assertEqual(bs.ratio_interval(near_one, 1.05)["verdict"], "met")
         self.assertEqual(bs.ratio_interval([1.2 + d for d in (0.01, -0.01, 0.02, 0, -0.02) * 4], 1.05)["verdict"], "not met")
-        wide = bs.ratio_interval([1.2, 0.8, 1.3, 0.9, 1.1], 1.05)
+        wide = bs.ratio_interval([1.3, 0.9, 1.4, 1.0, 1.2], 1.05)
         self.assertEqual(wide["verdict"], "undecided")
         self.assertGreater(wide["pairs_needed"], 5)
         self.assertLess(wide["lo"], wide["geomean"])
         self.assertLess(wide["geomean"], wide["hi"])
+        # a mean on the limit: no pair count, at_limit (the count would be in the thousands)
+        on = bs.ratio_interval([1.05 * (1.0 + d) for d in (0.05, -0.05, 0.03, -0.03, 0.0)], 1.05)
+        self.assertEqual(on["verdict"], "undecided")
+        self.assertTrue(on["at_limit"])
+        self.assertIsNone(on["pairs_needed"])
+        self.assertFalse(wide["at_limit"])
         self.assertEqual(bs.ratio_interval([1.0], 1.05)["verdict"], "undecided")
         self.assertEqual(bs.ratio_interval([], 1.05)["n"], 0)
 
@@ -97,6 +103,13 @@ class Stats(unittest.TestCase):
         u = bs.flatness_interval([(1, [1.0, 1.02, 0.98, 1.01]), (2, [1.05, 1.04, 1.06, 1.05]), (8, [1.1, 1.12, 1.09, 1.11])], 0.15)
         self.assertEqual(u["verdict"], "undecided")
         self.assertGreater(u["samples_needed"], 4)
+        self.assertFalse(u["at_limit"])
+        # the spread of make bench 2026-12-05 (20 % against 20 %): at the limit, no count
+        # (it printed "about 56169 samples per size")
+        on = bs.flatness_interval([(1, [1.0, 1.03, 0.97, 1.0]), (2, [1.2, 1.23, 1.17, 1.2])], 0.2)
+        self.assertEqual(on["verdict"], "undecided")
+        self.assertTrue(on["at_limit"])
+        self.assertIsNone(on["samples_needed"])
         self.assertIsNone(bs.flatness_interval([(1, tight), (2, [1.0])], 0.15))
         # two samples far apart: an interval below zero, an infinite bound, no sample count
         # (the short form's bench of 2026-12-05 crashed render here)
