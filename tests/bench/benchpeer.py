@@ -93,8 +93,13 @@ def section(res, p, build):
           f"{build.get('simd')}, {build.get('compiler')}.")
         p("")
     p("Each pair runs rxe-verify (`run -m full`: WRITE then READ over the region, every byte checked), "
-      "Debian's perftest and perftest 26 with and without `--data_validation` (receiver-side checks), same "
-      "message size, tx depth 128 and bytes, in ABBA order. MiB/s: median (min–max) of the pairs. "
+      "Debian's perftest and perftest 26 with and without `--data_validation` (receiver-side checks) at the "
+      "same message size with `-t 128`, in ABBA order. A run moves the region's bytes (at least 5 messages: "
+      "64 MiB messages, 320 MiB), except perftest 26's, which makes at least 32 iterations because "
+      "`--data_validation` needs a tx depth of 32 and perftest lowers the tx depth to the iteration count "
+      "(8 MiB messages: 256 MiB a run at tx depth 32, 64 MiB: 2 GiB; Debian's perftest runs those at tx depth "
+      "8 and 5). The rates are per second, so runs of different lengths compare. "
+      "MiB/s: median (min–max) of the pairs. "
       "perftest's verified rate counts only with its `VALIDATION: PASSED - N chunks, M bytes` line "
       "(M: the bytes it checked, in results.json). "
       "rxe-verify has no unchecked mode: its cost of verification is its verified rate (fills and checks in "
