@@ -115,7 +115,10 @@ mod_unload() {
 # rxe_reg_user_mr (pinning the pages, the page table the fix allocates, the MR's setup)
 # and of rxe_dereg_mr, per call, without the system call, uverbs' marshalling or
 # rxe-verify's clocks around them. The filter names module functions, which leave with
-# the module, so it is set after every load.
+# the module, so it is set after every load. max_graph_depth=1 adds nothing while the
+# filter holds (the two verbs are the only calls traced); it stays because a filter whose
+# functions left with the module is empty, which ftrace reads as "every function": then
+# only outermost calls are traced instead of every nested one flooding the buffer.
 # ktrace_start: after mod_load; ktrace_take FILE: FILE.ktrace gets the calls since the
 # last take; ktrace_stop: before mod_unload. KTRACE is 0 when tracefs or the filter
 # is missing (then the figures are rxe-verify's own clocks only, and render says so).
