@@ -22,6 +22,25 @@ def stats(samples):
             "samples": v}
 
 
+def cpu_share(samples, t0, t1, nproc, hz):
+    """samples: (epoch, load1, load5, load15[, host busy ticks, QEMU ticks]) every few
+    seconds -> the host's CPU between the samples nearest t0 and t1: in cores busy
+    outside QEMU and in QEMU, and the share of the host outside QEMU; None without
+    ticks or with fewer than two samples in the window."""
+    v = [s for s in samples if len(s) == 6]
+    if len(v) < 2:
+        return None
+    a = min(v, key=lambda s: abs(s[0] - t0))
+    b = min(v, key=lambda s: abs(s[0] - t1))
+    secs = b[0] - a[0]
+    if secs <= 0:
+        return None
+    busy, qemu = (b[4] - a[4]) / hz / secs, (b[5] - a[5]) / hz / secs
+    other = max(0.0, busy - qemu)
+    return {"seconds": secs, "cores_outside_qemu": other, "cores_qemu": qemu,
+            "share_outside_qemu": other / nproc, "nproc": nproc}
+
+
 def abba_module(r):
     """The module of round r (1-based) in the ABBA order: stock, fixed, fixed, stock, ..."""
     return "stock" if (r - 1) % 4 in (0, 3) else "fixed"

@@ -11,6 +11,16 @@ TARGET_TOOL_RATIO = 1.0      # rxe-verify / perftest wire bandwidth (issue 13: a
 MOD_NAME = {"stock": "stock", "fixed": "rxe-kvfix"}
 
 
+def host_cpu_text(cpu):
+    """'0.02 cores (1.0 % of 2) over the whole boot; registration ..., ...; QEMU 1.87 cores'."""
+    def one(c):
+        return f"{c['cores_outside_qemu']:.2f} cores ({c['share_outside_qemu']:.1%} of {c['nproc']})"
+    w = cpu["whole boot"]
+    parts = [f"{k} {one(c)}" for k, c in cpu.items() if k != "whole boot" and c]
+    return (f"{one(w)} over the whole boot" + ("; " + ", ".join(parts) if parts else "")
+            + f"; QEMU itself {w['cores_qemu']:.2f} cores")
+
+
 def fmt_stats(s, scale=1.0, prec=3, unit=""):
     if not s:
         return "–"
@@ -77,6 +87,10 @@ def markdown(res, plots, notes_path):
       f"{env.get('host_nproc')}-core host, host 1-minute load during the boot "
       + (f"{hl['median']:.2f} median ({hl['min']:.2f}–{hl['max']:.2f}, {hl['n']} samples, the guest's own vCPU threads included: under TCG a busy 2-vCPU guest alone brings a 2-core host near 2)" if hl else
          f"start {env['host_loadavg'].get('start')}, end {env['host_loadavg'].get('end')}") + ".")
+    cpu = env.get("host_cpu")
+    if cpu:
+        p("")
+        p(f"Host CPU outside the QEMU process (what else ran on the host): {host_cpu_text(cpu)}.")
     p("")
     p("## Targets")
     p("")
@@ -118,6 +132,8 @@ def markdown(res, plots, notes_path):
     p(f"| host load (1/5/15 min) | start {env['host_loadavg'].get('start')}, end {env['host_loadavg'].get('end')}; "
       + (f"1-minute load sampled every 5 s: median {hl['median']:.2f}, {hl['min']:.2f}–{hl['max']:.2f}" if hl else "not sampled")
       + " |")
+    if env.get("host_cpu"):
+        p(f"| host CPU outside QEMU | {host_cpu_text(env['host_cpu'])} (from /proc/stat and QEMU's /proc/PID/stat every 5 s) |")
     ps = env.get("part_seconds") or {}
     p(f"| VM wall time | {env.get('vm_wall_seconds')} s (registration {ps.get('registration') or 0:.0f} s, "
       f"bandwidth {ps.get('bandwidth') or 0:.0f} s, fragmented {ps.get('fragmented') or 0:.0f} s) |")

@@ -126,6 +126,17 @@ class Stats(unittest.TestCase):
         self.assertEqual(k["rxe_reg_user_mr"], [0.001234567, 1.234567])
         self.assertEqual(k["rxe_dereg_mr"], [1.25e-05])
 
+    def test_cpu_share(self):
+        # 2 cores at 100 Hz; QEMU takes 150 ticks/s, the host is busy 170 ticks/s: 0.2 cores outside
+        smp = [(1000 + 5 * i, 2.0, 1.0, 1.0, 850 * i, 750 * i) for i in range(13)]
+        c = bs.cpu_share(smp, 1010, 1050, 2, 100)
+        self.assertEqual(c["seconds"], 40)
+        self.assertAlmostEqual(c["cores_qemu"], 1.5)
+        self.assertAlmostEqual(c["cores_outside_qemu"], 0.2)
+        self.assertAlmostEqual(c["share_outside_qemu"], 0.1)
+        self.assertIsNone(bs.cpu_share([s[:4] for s in smp], 1010, 1050, 2, 100))  # no ticks: no figure
+        self.assertIsNone(bs.cpu_share(smp, 1010, 1011, 2, 100))  # one sample in the window
+
     def test_vmstat_delta(self):
         d = bs.vmstat_delta({"compact_stall": 3, "allocstall_normal": 1},
                             {"compact_stall": 5, "compact_fail": 1, "allocstall_normal": 4, "allocstall_movable": 2})
@@ -234,6 +245,33 @@ class Render(unittest.TestCase):
         self.assertLess(text.index("## Peer: rxe-verify against perftest 26"), text.index("## Registration time"))
         self.assertIn("perftest 26.04.17", text)
         self.assertIn("| 1 GiB + 16 B, one MR, every byte both ways |", text)
+
+    def test_host_cpu_outside_qemu(self):
+        # ticks at 100 Hz on 2 cores: QEMU 180/s throughout; the host busy 182/s, but 240/s
+        # during the bandwidth part (1030-1060): 0.6 cores of something else there
+        rows, busy, qemu = [], 0, 0
+        for i in range(20):
+            t = 1000 + 5 * i
+            rows.append(f"{t}\t2.0\t1\t1\t{busy}\t{qemu}\n")
+            busy += 5 * (240 if 1030 <= t < 1060 else 182)
+            qemu += 5 * 180
+        open(os.path.join(self.d, "bench-host-load.tsv"), "w").write(
+            "epoch\tload1\tload5\tload15\tbusy_ticks\tqemu_ticks\n" + "".join(rows))
+        open(os.path.join(self.d, "bench-host.txt"), "a").write("host_nproc=2\nhost_clk_tck=100\n")
+        open(os.path.join(self.d, "bench-env.txt"), "a").write(
+            "t_reg_start=1000\nt_reg_end=1030\nt_bw_start=1030\nt_bw_end=1060\n")
+        cpu = self.collect()["environment"]["host_cpu"]
+        self.assertAlmostEqual(cpu["registration"]["cores_outside_qemu"], 0.02)
+        self.assertAlmostEqual(cpu["bandwidth"]["cores_outside_qemu"], 0.6)
+        self.assertAlmostEqual(cpu["bandwidth"]["share_outside_qemu"], 0.3)
+        self.assertAlmostEqual(cpu["whole boot"]["cores_qemu"], 1.8)
+        self.assertNotIn("fragmented", cpu)
+        md = os.path.join(self.d, "RESULTS.md")
+        self.assertEqual(self.run_render("table", os.path.join(self.d, "results.json"), "-o", md,
+                                         "--no-plots").returncode, 0)
+        self.assertIn("Host CPU outside the QEMU process (what else ran on the host): 0.20 cores (10.2% of 2) "
+                      "over the whole boot; registration 0.02 cores (1.0% of 2), bandwidth 0.60 cores (30.0% of 2); "
+                      "QEMU itself 1.80 cores.", open(md).read())
 
     def test_peer_pairs_bad_header(self):
         open(os.path.join(self.d, "peer-pairs.tsv"), "w").write("msg\top\n")
