@@ -31,6 +31,21 @@ TEST(Oob, HostPort) {
   EXPECT_FALSE(parse_host_port("", h, p, e));
 }
 
+// A peer's text is cut for a one-line answer; a cut inside a UTF-8 character made the JSON
+// writer throw (fuzz_oob, 2026-12-05: regressions/abort-utf8-cut-in-unknown-op).
+TEST(Oob, ShortenUtf8CutsAtACharacterBoundary) {
+  EXPECT_EQ(shorten_utf8("abc", 3), "abc");
+  EXPECT_EQ(shorten_utf8("abcd", 3), "abc...");
+  const std::string e = "\xc3\xa9";                  // é: 2 bytes
+  EXPECT_EQ(shorten_utf8("ab" + e + "z", 3), "ab...");  // the cut would split é
+  EXPECT_EQ(shorten_utf8("ab" + e + "z", 4), "ab" + e + "...");
+  const std::string euro = "\xe2\x82\xac";          // €: 3 bytes
+  EXPECT_EQ(shorten_utf8(euro + euro, 4), euro + "...");
+  EXPECT_EQ(shorten_utf8(euro, 2), "...");
+  // what the writer then gets is valid: dump() does not throw
+  EXPECT_NO_THROW((void)nlohmann::json(shorten_utf8("ab" + e + "z", 3)).dump());
+}
+
 TEST(Oob, QpJsonRoundTrip) {
   QpAddr a;
   a.qpn = 0x11;

@@ -139,6 +139,17 @@ TEST(OobHostile, UnknownOpIsAnsweredAndShortened) {
   EXPECT_EQ(s.result, "");  // then the peer closed: a clean end
 }
 
+// fuzz_oob, 2026-12-05 (regressions/abort-utf8-cut-in-unknown-op): the op was cut at 40
+// bytes inside a two-byte character; the JSON writer threw on the answer and the server
+// aborted. Now the cut keeps whole characters.
+TEST(OobHostile, UnknownOpIsShortenedAtACharacterBoundary) {
+  std::string op = std::string(39, 'x') + "\xc3\xa9" + std::string(20, 'y');
+  auto s = run_session(hello() + json{{"op", op}}.dump() + "\n");
+  ASSERT_EQ(s.replies.size(), 2u);
+  EXPECT_EQ(error_of(s.replies[1]), "unknown op '" + std::string(39, 'x') + "...'");
+  EXPECT_EQ(s.result, "");
+}
+
 TEST(OobHostile, MidLineStopTimesOutWithOneLine) {
   // the client stays connected (Fed keeps its end open) but never ends the line
   ServeOptions o = fuzz::fuzz_serve_options();

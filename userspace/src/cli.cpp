@@ -134,7 +134,9 @@ int cli_main(int argc, char** argv) {
   // Options parsed: run the one command and print its outcome (JSON with --json).
   auto show = [](const Outcome& out, bool json) {
     if (json) {
-      if (out.has_report) std::cout << out.report.dump(2) << "\n";
+      // (replace: a text from the host or a peer that is not UTF-8 must not abort the report)
+      if (out.has_report)
+        std::cout << out.report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       std::cout << out.text;
     }

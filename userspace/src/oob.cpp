@@ -63,8 +63,7 @@ std::string peer_text(const json& m, const char* key, const std::string& def) {
   std::string t = str_field(m, key, def).value_or(def);
   for (char& c : t)
     if (c == '\n' || c == '\r') c = ' ';
-  if (t.size() > 400) t = t.substr(0, 400) + "...";
-  return t;
+  return shorten_utf8(t, 400);
 }
 }  // namespace
 

@@ -37,8 +37,15 @@ LineSocket& LineSocket::operator=(LineSocket&& o) noexcept {
   return *this;
 }
 
+std::string shorten_utf8(const std::string& s, std::size_t max) {
+  if (s.size() <= max) return s;
+  std::size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "...";
+}
+
 std::string LineSocket::send(const json& j) {
-  std::string s = j.dump() + "\n";
+  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   std::size_t off = 0;
   while (off < s.size()) {
     ssize_t n = ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);

@@ -14,6 +14,11 @@ inline constexpr std::uint16_t kDefaultPort = 47910;
 // run so far, ~40 bytes each: 1 MiB holds ~25,000 passes).
 inline constexpr std::size_t kMaxMessageBytes = 1u << 20;
 
+// s cut to at most `max` bytes plus "..." when longer, at a UTF-8 character boundary:
+// a peer's text (valid UTF-8, as the JSON parser checked it) must stay valid UTF-8,
+// or the JSON writer refuses it.
+std::string shorten_utf8(const std::string& s, std::size_t max);
+
 class LineSocket {
  public:
   LineSocket() = default;
@@ -25,7 +30,8 @@ class LineSocket {
   LineSocket& operator=(const LineSocket&) = delete;
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }
-  std::string send(const nlohmann::json& j);  // "" or error
+  // "" or error; a string that is not UTF-8 goes out with U+FFFD in its place
+  std::string send(const nlohmann::json& j);
   // Next message, or nullopt with err set (timeout, closed, bad JSON).
   std::optional<nlohmann::json> recv(std::chrono::milliseconds timeout, std::string& err);
 

@@ -82,7 +82,7 @@ std::string serve_session(Provider& prov, const ServeOptions& o, LineSocket& s) 
       return "";
     }
     if (*op != "fill" && *op != "verify") {
-      std::string shown = op->size() > 40 ? op->substr(0, 40) + "..." : *op;
+      std::string shown = shorten_utf8(*op, 40);
       s.send({{"ok", false}, {"error", "unknown op '" + shown + "'"}});
       continue;
     }
