@@ -137,6 +137,13 @@ class Stats(unittest.TestCase):
         self.assertIsNone(bs.cpu_share([s[:4] for s in smp], 1010, 1050, 2, 100))  # no ticks: no figure
         self.assertIsNone(bs.cpu_share(smp, 1010, 1011, 2, 100))  # one sample in the window
 
+    def test_quiet_target(self):
+        import benchtable
+        c = lambda share: {"cores_outside_qemu": 2 * share, "cores_qemu": 1.9, "share_outside_qemu": share, "nproc": 2}  # noqa: E731
+        self.assertEqual(benchtable.quiet_target({"host_cpu": {"whole boot": c(0.01), "bandwidth": c(0.05)}})["verdict"], "met")
+        self.assertEqual(benchtable.quiet_target({"host_cpu": {"whole boot": c(0.01), "bandwidth": c(0.06)}})["verdict"], "not met")
+        self.assertEqual(benchtable.quiet_target({})["verdict"], "undecided")
+
     def test_vmstat_delta(self):
         d = bs.vmstat_delta({"compact_stall": 3, "allocstall_normal": 1},
                             {"compact_stall": 5, "compact_fail": 1, "allocstall_normal": 4, "allocstall_movable": 2})
@@ -180,6 +187,8 @@ class Render(unittest.TestCase):
 
     def test_pairs_verdicts_and_targets(self):
         res = self.collect()
+        (q,) = [t for t in res["targets"] if t["target"].startswith("the machine to itself")]
+        self.assertEqual(q["verdict"], "undecided")  # the samples here have no ticks
         s = res["registration"]["sizes"][0]
         self.assertEqual(len(s["pairs_reg"]), 3)
         self.assertTrue(s["reg_ratio"]["verdict"].startswith("excludes 1.0 (rxe-kvfix faster"), s["reg_ratio"])
@@ -266,6 +275,8 @@ class Render(unittest.TestCase):
         self.assertAlmostEqual(cpu["bandwidth"]["share_outside_qemu"], 0.3)
         self.assertAlmostEqual(cpu["whole boot"]["cores_qemu"], 1.8)
         self.assertNotIn("fragmented", cpu)
+        (q,) = [t for t in self.collect()["targets"] if t["target"].startswith("the machine to itself")]
+        self.assertEqual(q["verdict"], "not met")  # 30 % outside QEMU in the bandwidth part
         md = os.path.join(self.d, "RESULTS.md")
         self.assertEqual(self.run_render("table", os.path.join(self.d, "results.json"), "-o", md,
                                          "--no-plots").returncode, 0)
