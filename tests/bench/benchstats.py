@@ -199,17 +199,17 @@ def t95(df):
 
 # An estimate closer to its limit than a tenth of its interval's half-width "sits on the
 # limit": deciding it would take a hundred times the samples or more, so the render says
-# that instead of a count no run would reach.
+# so beside the count, which no run would reach.
 AT_LIMIT = 10.0
-AT_LIMIT_WORDS = " sits on the limit (closer to it than a tenth of its interval): no feasible run decides it"
+AT_LIMIT_WORDS = " (the estimate sits on the limit, closer to it than a tenth of its interval: no feasible run decides it)"
 
 
 def ratio_interval(ratios, limit):
     """Paired ratios (fixed/stock) -> their geometric mean with a 95 % t-interval (on the
     logs) and the verdict on 'ratio <= limit': met when the interval's top is at or under
     limit, not met when its bottom is above it, else undecided, with the number of pairs
-    that would decide it at the measured spread; when the mean sits on the limit (within a
-    tenth of the interval's half-width: a hundred times the pairs or more) at_limit instead."""
+    that would decide it at the measured spread, and at_limit when the mean sits on the
+    limit (within a tenth of the interval's half-width: a hundred times the pairs or more)."""
     v = [r for r in ratios if r and r > 0]
     d = {"n": len(v), "limit": limit, "geomean": None, "lo": None, "hi": None, "verdict": "undecided",
          "pairs_needed": None, "at_limit": False}
@@ -225,10 +225,10 @@ def ratio_interval(ratios, limit):
         d["verdict"] = "met"
     elif d["lo"] > limit:
         d["verdict"] = "not met"
-    elif gap < half / AT_LIMIT:
-        d["at_limit"] = True
     else:
-        d["pairs_needed"] = max(len(v) + 1, math.ceil((2.0 * sd / gap) ** 2))
+        d["at_limit"] = gap < half / AT_LIMIT
+        if gap > 0:
+            d["pairs_needed"] = max(len(v) + 1, math.ceil((2.0 * sd / gap) ** 2))
     return d
 
 
@@ -236,7 +236,7 @@ def flatness_interval(points, limit):
     """points: [(size, samples of seconds per GiB)] -> the spread of the per-size means,
     (max - min) / min, with bounds from each mean's 95 % t-interval: met when even the
     widest reading of the intervals stays within limit, not met when even the narrowest
-    exceeds it, else undecided with the samples per size that would decide it, or
+    exceeds it, else undecided with the samples per size that would decide it, and
     at_limit when the spread sits on the limit (as in ratio_interval)."""
     pts = []
     for size, v in points:
@@ -271,9 +271,9 @@ def flatness_interval(points, limit):
         # and says nothing of the samples needed)
         width = (spread_hi - spread) if spread <= limit else (spread - spread_lo)
         gap = abs(limit - spread)
-        if math.isfinite(width) and gap < width / AT_LIMIT:
-            d["at_limit"] = True
-        elif math.isfinite(width):
+        if math.isfinite(width):
+            d["at_limit"] = gap < width / AT_LIMIT
+        if math.isfinite(width) and gap > 0:
             d["samples_needed"] = max(min(d["n"]) + 1, math.ceil(min(d["n"]) * (width / gap) ** 2))
     return d
 

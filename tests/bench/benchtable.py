@@ -196,8 +196,8 @@ def markdown(res, plots, notes_path):
         for x in ks:
             k = x["kreg_interval"]
             iv = f"{k['geomean']:.3f} [{k['lo']:.3f}–{k['hi']:.3f}]" if k.get("geomean") else "–"
-            need = f", about {k['pairs_needed']} pairs would decide it" if k.get("pairs_needed") else (
-                ", sits on the limit" if k.get("at_limit") else "")
+            need = (f", about {k['pairs_needed']} pairs would decide it" if k.get("pairs_needed") else "") + (
+                ", the estimate sits on the limit" if k.get("at_limit") else "")
             p(f"| {x['size_text']} | {fmt_stats(x['stock'].get('kreg_per_gib_round_medians'), prec=4)} | "
               f"{fmt_stats(x['fixed'].get('kreg_per_gib_round_medians'), prec=4)} | {k['n']} | {iv} | {k['verdict']}{need} |")
         for e in reg["fixed_only"]:
@@ -212,7 +212,7 @@ def markdown(res, plots, notes_path):
               + (f"{kf['spread_hi']:.0%}" if kf["spread_hi"] is not None else "unbounded")
               + f"] (target ≤ {TARGET_FLAT:.0%}): {kf['verdict']}"
               + (f", about {kf['samples_needed']} samples per size would decide it" if kf.get("samples_needed") else "")
-              + (f", it{AT_LIMIT_WORDS}" if kf.get("at_limit") else "") + ".")
+              + (AT_LIMIT_WORDS if kf.get("at_limit") else "") + ".")
         p("")
     fl = res["derived"].get("fixed_per_gib_flatness")
     if fl:

@@ -87,11 +87,12 @@ class Stats(unittest.TestCase):
         self.assertGreater(wide["pairs_needed"], 5)
         self.assertLess(wide["lo"], wide["geomean"])
         self.assertLess(wide["geomean"], wide["hi"])
-        # a mean on the limit: no pair count, at_limit (the count would be in the thousands)
-        on = bs.ratio_interval([1.05 * (1.0 + d) for d in (0.05, -0.05, 0.03, -0.03, 0.0)], 1.05)
+        # a mean on the limit: at_limit beside the count (thousands of pairs, or none at all
+        # when the mean is the limit itself)
+        on = bs.ratio_interval([1.05 * (1.0 + d) for d in (0.05, -0.05, 0.03, -0.03, 0.001)], 1.05)
         self.assertEqual(on["verdict"], "undecided")
         self.assertTrue(on["at_limit"])
-        self.assertIsNone(on["pairs_needed"])
+        self.assertGreater(on["pairs_needed"], 500)
         self.assertFalse(wide["at_limit"])
         self.assertEqual(bs.ratio_interval([1.0], 1.05)["verdict"], "undecided")
         self.assertEqual(bs.ratio_interval([], 1.05)["n"], 0)
@@ -104,12 +105,12 @@ class Stats(unittest.TestCase):
         self.assertEqual(u["verdict"], "undecided")
         self.assertGreater(u["samples_needed"], 4)
         self.assertFalse(u["at_limit"])
-        # the spread of make bench 2026-12-05 (20 % against 20 %): at the limit, no count
-        # (it printed "about 56169 samples per size")
-        on = bs.flatness_interval([(1, [1.0, 1.03, 0.97, 1.0]), (2, [1.2, 1.23, 1.17, 1.2])], 0.2)
+        # the spread of make bench 2026-12-05 (20 % against 20 %, "about 56169 samples per
+        # size"): the count stays, at_limit says no run will reach it
+        on = bs.flatness_interval([(1, [1.0, 1.03, 0.97, 1.0]), (2, [1.2, 1.23, 1.17, 1.201])], 0.2)
         self.assertEqual(on["verdict"], "undecided")
         self.assertTrue(on["at_limit"])
-        self.assertIsNone(on["samples_needed"])
+        self.assertGreater(on["samples_needed"], 1000)
         self.assertIsNone(bs.flatness_interval([(1, tight), (2, [1.0])], 0.15))
         # two samples far apart: an interval below zero, an infinite bound, no sample count
         # (the short form's bench of 2026-12-05 crashed render here)
