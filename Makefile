@@ -50,7 +50,7 @@ ifneq ($(SRPM),)
 PREPARE_ARGS += --srpm $(SRPM)
 endif
 
-.PHONY: all module install uninstall check-tree dkms-src dkms-install dkms-remove validate-patch patch-status upstream-kit \
+.PHONY: all module install uninstall check-tree dkms-src hooks-install hooks-uninstall dkms-install dkms-remove validate-patch patch-status upstream-kit \
 	userspace dist rpm deb demo bench check check-quick check-debug clean help
 
 all: module
@@ -87,8 +87,8 @@ uninstall:
 # PACKAGE_VERSION literally; META is the version's source, so every target that
 # ships or registers the tree first checks that the two agree, and that the tree
 # is whole (kmod/ is what DKMS runs: a partial copy fails late and obscurely).
-TREE_FILES := dkms.conf kmod/rxe-kvfix-prepare kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck \
-	kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c
+TREE_FILES := dkms.conf kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-prepare kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck \
+	kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/rxe-kvfix-kernel-hook
 
 check-tree:
 	@for f in $(TREE_FILES); do [[ -f "$(CURDIR)/$$f" ]] || { \
@@ -103,12 +103,27 @@ $(DKMS_SRC): check-tree dkms.conf META $(wildcard kmod/* patches/*/*.patch)
 	rm -rf "$(DKMS_SRC)"
 	install -d "$(DKMS_SRC)/kmod" "$(DKMS_SRC)/patches/mainline" "$(DKMS_SRC)/patches/stable"
 	install -m 0644 dkms.conf META "$(DKMS_SRC)/"
-	install -m 0755 kmod/rxe-kvfix-prepare kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck "$(DKMS_SRC)/kmod/"
+	install -m 0755 kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-prepare kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck "$(DKMS_SRC)/kmod/"
 	install -m 0644 kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c "$(DKMS_SRC)/kmod/"
 	install -m 0644 patches/mainline/*.patch "$(DKMS_SRC)/patches/mainline/"
 	install -m 0644 patches/stable/*.patch "$(DKMS_SRC)/patches/stable/"
 
 dkms-src: $(DKMS_SRC)
+
+# The kernel hook (kmod/rxe-kvfix-kernel-hook): prints DKMS's recorded failure for a
+# new kernel, forgets a removed one; never fails a kernel's installation. Debian's
+# /etc/kernel hooks run it after dkms's (run-parts order: "dkms" < "dkms-rxe-kvfix"),
+# kernel-install after 40-dkms.install.
+HOOK := $(DESTDIR)/usr/lib/$(PACKAGE)/rxe-kvfix-kernel-hook
+HOOK_LINKS := $(DESTDIR)/etc/kernel/postinst.d/dkms-rxe-kvfix $(DESTDIR)/etc/kernel/header_postinst.d/dkms-rxe-kvfix \
+	$(DESTDIR)/etc/kernel/postrm.d/rxe-kvfix $(DESTDIR)/usr/lib/kernel/install.d/41-rxe-kvfix.install
+hooks-install:
+	install -D -m 0755 kmod/rxe-kvfix-kernel-hook "$(HOOK)"
+	@for l in $(HOOK_LINKS); do install -d "$$(dirname "$$l")"; ln -sfn /usr/lib/$(PACKAGE)/rxe-kvfix-kernel-hook "$$l"; done
+
+hooks-uninstall:
+	rm -f $(HOOK_LINKS) "$(HOOK)"
+	rmdir "$(DESTDIR)/usr/lib/$(PACKAGE)" 2>/dev/null || true
 
 # The tree, dkms and another registered version are checked before the source
 # tree is copied to /usr/src, so a refused host is left as it was.
@@ -118,14 +133,19 @@ dkms-install: check-tree
 	[[ -z $$other ]] || { echo "make: $(PACKAGE) $$other is already registered with DKMS; remove it first (dkms remove $(PACKAGE)/$$other --all), then run make dkms-install again" >&2; exit 1; }
 	@$(MAKE) --no-print-directory dkms-src >/dev/null
 	@if ! dkms status -m $(PACKAGE) -v $(VERSION) | grep -q .; then dkms add -m $(PACKAGE) -v $(VERSION); fi
+	@$(MAKE) --no-print-directory hooks-install >/dev/null
 	@rc=0; dkms install -m $(PACKAGE) -v $(VERSION) -k "$(KVER)" || rc=$$?; \
+	status=/var/lib/$(PACKAGE)/status/$(KVER); \
+	if [[ $$rc == 77 ]] && grep -qx 'state=failed' "$$status" 2>/dev/null; then \
+		echo "make: rxe-kvfix was not built for $(KVER): $$(sed -n 's/^message=//p' "$$status") ($$status)" >&2; exit 1; fi; \
 	if [[ $$rc == 77 ]]; then echo "make: DKMS skipped $(KVER): it does not need rxe-kvfix (see /var/lib/dkms/$(PACKAGE)/$(VERSION)/build/make.log)"; exit 0; fi; \
 	exit $$rc
 
 dkms-remove:
 	@command -v dkms >/dev/null || { echo "make: dkms is not installed, so rxe-kvfix is not registered with it; for a non-DKMS install run 'make uninstall'" >&2; exit 1; }
 	@if dkms status -m $(PACKAGE) -v $(VERSION) | grep -q .; then dkms remove -m $(PACKAGE) -v $(VERSION) --all; fi
-	rm -rf "$(DKMS_SRC)"
+	rm -rf "$(DKMS_SRC)" /var/lib/$(PACKAGE)
+	@$(MAKE) --no-print-directory hooks-uninstall >/dev/null
 
 validate-patch:
 	@[[ -n "$(KTREE)" ]] || { echo "make: validate-patch needs KTREE=/path/to/kernel/tree: pass the kernel source tree to check the patches against" >&2; exit 2; }

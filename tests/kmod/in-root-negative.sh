@@ -46,15 +46,27 @@ nothing_installed() {
 }
 
 # expect NAME WANT_RC PATTERN CMD...: CMD exits WANT_RC ("fail" = any non-zero
-# but 77), DKMS's make.log or CMD's output holds PATTERN on one line, and
-# nothing is installed.
+# but 77; "notbuilt" = DKMS's skip, 77, with the failure recorded: the status file
+# says state=failed and its message matches PATTERN), DKMS's make.log or CMD's
+# output holds PATTERN on one line, and nothing is installed.
+status=/var/lib/rxe-kvfix/status/$K
 expect() {
 	local name=$1 want=$2 pattern=$3 rc=0 out line
 	shift 3
 	t_start "$name"
-	rm -f "$mklog"
+	rm -f "$mklog" "$status"
 	out=$("$@" 2>&1) || rc=$?
 	line=$( { printf '%s\n' "$out"; cat "$mklog" 2>/dev/null || true; } | grep -E "$pattern" | head -n1 || true)
+	if [[ $want == notbuilt ]]; then
+		if ((rc != 77)); then
+			t_fail "exit $rc, expected DKMS's skip (77): a failure must never fail a kernel's installation"
+			return 0
+		elif ! grep -qx 'state=failed' "$status" 2>/dev/null || ! grep '^message=' "$status" | grep -qE "$pattern"; then
+			t_fail "$status does not record the failure with a line matching '$pattern': $(tr '\n' ' ' <"$status" 2>/dev/null)"
+			return 0
+		fi
+		want=77
+	fi
 	if [[ $want == fail ]] && ((rc == 0 || rc == 77)); then
 		t_fail "exit $rc, expected an error"
 	elif [[ $want != fail ]] && ((rc != want)); then
@@ -82,7 +94,7 @@ unhide() { mv "$1.hidden" "$1"; }
 # 1. no source at all
 hide "$TARBALL"
 [[ ! -d $CACHE ]] || hide "$CACHE"
-expect "no source: dkms build fails with a remedy" fail 'error: no source of kernel .*; install' \
+expect "no source: dkms build steps aside (77), the failure and its remedy recorded" notbuilt 'no source of kernel .*; install' \
 	dkms build "$M/$VER" -k "$K"
 unhide "$TARBALL"
 [[ ! -d $CACHE.hidden ]] || unhide "$CACHE"
@@ -91,7 +103,7 @@ unhide "$TARBALL"
 if [[ -n $OTHER ]]; then
 	cp -a "$TARBALL" "$TARBALL.orig"
 	cp "$OTHER" "$TARBALL"
-	expect "source version differs from the kernel: refused" fail 'error: .* holds linux .*, not .*pass --force' \
+	expect "source version differs from the kernel: refused, recorded" notbuilt 'holds linux .*, not .*pass --force' \
 		dkms build "$M/$VER" -k "$K"
 	mv "$TARBALL.orig" "$TARBALL"
 else
@@ -101,7 +113,7 @@ fi
 # 3. corrupt (truncated) tarball
 cp -a "$TARBALL" "$TARBALL.orig"
 head -c "$(($(stat -c %s "$TARBALL.orig") / 2))" "$TARBALL.orig" >"$TARBALL"
-expect "truncated tarball: refused" fail 'error: cannot read .*\(corrupt or truncated' \
+expect "truncated tarball: refused, recorded" notbuilt 'cannot read .*\(corrupt or truncated' \
 	dkms build "$M/$VER" -k "$K"
 mv "$TARBALL.orig" "$TARBALL"
 
@@ -122,15 +134,36 @@ expect "already-fixed source ($what): dkms autoinstall succeeds and skips" 0 'sk
 make_tree /tmp/altered
 sed -i 's/kzalloc_objs(struct rxe_mr_page, num_pages)/kzalloc_objs(struct rxe_mr_page, num_pages, GFP_KERNEL)/' \
 	/tmp/altered/$RXE/rxe_mr.c
-expect "patch no longer applies: refused" fail 'error: patch 0001-.* does not apply to the rxe source' \
+expect "patch no longer applies: refused, recorded" notbuilt 'patch 0001-.* does not apply to the rxe source' \
 	env RXE_KVFIX_KERNEL_TREE=/tmp/altered dkms build "$M/$VER" -k "$K"
 
 # 6. rxe source of a shape we cannot classify
 make_tree /tmp/unknown
 sed -i 's/mr->page_info = kzalloc_objs(struct rxe_mr_page, num_pages);/mr->page_info = rxe_alloc_pages(num_pages);/' \
 	/tmp/unknown/$RXE/rxe_mr.c
-expect "unknown rxe source: refused" fail 'error: cannot tell how kernel .* allocates MR page metadata' \
+expect "unknown rxe source: refused, recorded" notbuilt 'cannot tell how kernel .* allocates MR page metadata' \
 	env RXE_KVFIX_KERNEL_TREE=/tmp/unknown dkms build "$M/$VER" -k "$K"
+
+# 6b. a source that classifies, patches and then does not compile: the failure is
+# kbuild's, and still DKMS's skip with the line recorded; the kernel hook prints that
+# line for apt's output and exits 0
+make_tree /tmp/nocompile
+echo '#error rxe-kvfix test: a compile error made at test time' >>/tmp/nocompile/$RXE/rxe.c
+expect "compile error: DKMS steps aside (77), kbuild's error recorded" notbuilt 'kbuild of rdma_rxe failed .*rxe-kvfix test: a compile error' \
+	env RXE_KVFIX_KERNEL_TREE=/tmp/nocompile dkms build "$M/$VER" -k "$K"
+t_start "kernel hook: prints the recorded line, exits 0"
+hrc=0
+hout=$("$SRC/kmod/rxe-kvfix-kernel-hook" postinst "$K" "/boot/vmlinuz-$K" 2>&1) || hrc=$?
+if ((hrc == 0)) && grep -q "^rxe-kvfix: kernel $K: NOT BUILT, .*kbuild of rdma_rxe failed" <<<"$hout"; then
+	t_pass
+	printf '     %s\n' "$(cut -c1-220 <<<"$hout")"
+else
+	t_fail "exit $hrc, printed: $hout"
+fi
+t_start "kernel hook: a removed kernel's record is forgotten, exit 0"
+hrc=0
+"$SRC/kmod/rxe-kvfix-kernel-hook" postrm "$K" || hrc=$?
+if ((hrc == 0)) && [[ ! -e $status && ! -e $status.log ]]; then t_pass; else t_fail "exit $hrc; left: $(ls "$status"* 2>&1)"; fi
 
 # 7. explicit kernel tree of another version, then accepted with --force
 make_tree /tmp/wrongver

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# in-root-kernel-upgrade.sh: a new kernel series reaches a Debian host that runs
+# rxe-kvfix (installed from the .deb by in-root-apt.sh), the way an admin gets it:
+# apt-get install of the kernel's image and headers, nothing else typed. Run inside
+# the primary kernel's build root (chroot), after in-root-apt.sh's install.
+#
+#   in-root-kernel-upgrade.sh SRC RELEASE VERSION SUITE
+#
+# RELEASE (VERSION, from SUITE): a kernel of another series than the root's, whose
+# source the root does not have (vmhost/kernels.tsv role series-upgrade). The root
+# gets a real initramfs generator first (initramfs-tools; the build roots have none,
+# vm-run makes its own), so that "the hooks after dkms ran" is a file: the kernel's
+# initrd.img.
+#
+# A. the kernel's source is nowhere on the host: apt-get exits 0, dpkg --audit is
+#    empty, /boot/initrd.img-RELEASE exists, DKMS stepped aside with the failure
+#    recorded in /var/lib/rxe-kvfix/status/RELEASE (one line naming what to do),
+#    printed by the kernel hook in apt's output; the in-tree rdma_rxe is the one
+#    modprobe resolves.
+# B. the same kernel through kernel-install remove + add: exit 0, every plugin after
+#    40-dkms.install ran (41-rxe-kvfix printed the line, the initrd was made again).
+# C. apt-get purge of the kernel: exit 0, its record is gone.
+set -euo pipefail
+
+usage() { echo "Usage: in-root-kernel-upgrade.sh SRC RELEASE VERSION SUITE"; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+(($# == 4)) || { usage >&2; exit 2; }
+SRC=$1 K=$2 KV=$3 SUITE=$4
+
+# shellcheck source=tests/testlib.sh
+. "$SRC/tests/testlib.sh"
+t_suite pkg-kernel-upgrade
+LOG=/tmp/in-root-kernel-upgrade.log
+: >"$LOG"
+export DEBIAN_FRONTEND=noninteractive
+STATUS=/var/lib/rxe-kvfix/status/$K
+XY=$(cut -d. -f1,2 <<<"$K")
+# apt_kernel VERB LOGFILE: apt-get VERB of the kernel's image and headers
+apt_kernel() {
+	local rc=0
+	step "apt-get $1 linux-image-$K linux-headers-$K"
+	if [[ $1 == install ]]; then
+		apt-get install -y -q "linux-image-$K=$KV" "linux-headers-$K=$KV" >"$2" 2>&1 || rc=$?
+	else
+		apt-get "$1" -y -q "linux-image-$K" "linux-headers-$K" >"$2" 2>&1 || rc=$?
+	fi
+	cat "$2" >>"$LOG"
+	return "$rc"
+}
+audit_clean() {
+	local a
+	a=$(dpkg --audit 2>&1 || true)
+	[[ -z $a ]] || { echo "dpkg --audit: $(tr '\n' ' ' <<<"$a" | cut -c1-300)"; return 1; }
+}
+resolves() { modinfo -k "$K" -n rdma_rxe 2>/dev/null; }
+fail_with_log() { t_fail "$1 ($(tail -n 3 "$LOG" | tr '\n' ' ' | cut -c1-300))"; }
+step() { echo "=== $*" >>"$LOG"; }
+
+t_start "setup: rxe-kvfix registered with DKMS, $SUITE reachable, initramfs-tools installed"
+if ! dkms status rxe-kvfix 2>/dev/null | grep -q .; then
+	t_fail "rxe-kvfix is not registered with DKMS (install rxe-kvfix-dkms: in-root-apt.sh --phase install)"
+	exit 1
+fi
+# the suite, from the root's own apt sources (the same mirror), pinned like mkroot's
+# other suites: only what is asked for by name comes from it
+src_file=/etc/apt/sources.list.d/rxe-kvfix.sources
+if ! grep -qE "^Suites:.*[[:space:]]$SUITE([[:space:]]|$)" "$src_file"; then
+	uri=$(sed -n 's/^URIs: //p' "$src_file" | head -n1)
+	printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+		"$uri" "$SUITE" >/etc/apt/sources.list.d/kernel-upgrade.sources
+	printf 'Package: *\nPin: release n=%s\nPin-Priority: 100\n' "$SUITE" >/etc/apt/preferences.d/kernel-upgrade.pref
+fi
+# a small initramfs (only the modules listed): the point is that the hook ran
+mkdir -p /etc/initramfs-tools/conf.d
+printf 'MODULES=list\nCOMPRESS=zstd\n' >/etc/initramfs-tools/conf.d/rxe-kvfix-test
+t0=$SECONDS
+step "apt-get update; apt-get install initramfs-tools"
+if apt-get -q update >>"$LOG" 2>&1 && apt-get install -y -q initramfs-tools >>"$LOG" 2>&1; then
+	t_pass
+	echo "     apt-get update + initramfs-tools: $((SECONDS - t0)) s"
+else
+	fail_with_log "apt-get failed"
+	exit 1
+fi
+
+# --- A. no source anywhere: the kernel installs all the same
+t_start "A: apt-get install linux-image-$K linux-headers-$K, its source nowhere: exit 0"
+t0=$SECONDS
+if apt_kernel install "$LOG.A"; then
+	t_pass
+	echo "     apt-get install: $((SECONDS - t0)) s"
+else
+	t_fail "apt-get exited non-zero: $(grep -E 'rror|dpkg:' "$LOG.A" | tail -n 3 | tr '\n' ' ' | cut -c1-300)"
+fi
+t_check "A: dpkg --audit: nothing half-configured" audit_clean
+t_start "A: the hooks after dkms ran: /boot/initrd.img-$K exists"
+if [[ -s /boot/initrd.img-$K ]]; then
+	t_pass
+else
+	t_fail "no /boot/initrd.img-$K; hooks: $(find /etc/kernel/postinst.d -mindepth 1 -printf "%f ")"
+fi
+t_start "A: DKMS stepped aside; one recorded line names what to do"
+msg=$(sed -n 's/^message=//p' "$STATUS" 2>/dev/null || true)
+if ! grep -qx 'state=failed' "$STATUS" 2>/dev/null; then
+	t_fail "$STATUS: $(tr '\n' ' ' <"$STATUS" 2>&1)"
+elif [[ $msg != *"no source of kernel $K"*"install linux-source-$XY"* ]]; then
+	t_fail "the recorded line does not say what is missing and what to do: $msg"
+else
+	t_pass
+	echo "     $STATUS: $msg"
+fi
+t_start "A: apt's output shows the kernel hook's line"
+hook=$(grep -m1 "^rxe-kvfix: kernel $K: NOT BUILT" "$LOG.A" || true)
+if [[ -n $hook ]]; then t_pass; echo "     $(cut -c1-240 <<<"$hook")"; else t_fail "no 'rxe-kvfix: kernel $K: NOT BUILT' line in apt's output"; fi
+t_start "A: the stock module stays usable: modinfo -n resolves the in-tree rdma_rxe of $K"
+p=$(resolves || true)
+if [[ $p == "/lib/modules/$K/kernel/"* && -f $p ]] && ! find "/lib/modules/$K/updates" -name 'rdma_rxe.ko*' 2>/dev/null | grep -q .; then
+	t_pass
+else
+	t_fail "modinfo -k $K -n rdma_rxe: $p"
+fi
+
+# --- B. kernel-install remove + add: the plugins after 40-dkms run, ours among them
+if command -v kernel-install >/dev/null; then
+	t_start "B: kernel-install remove + add $K: exit 0, 40-dkms, 41-rxe-kvfix and the plugins after them ran"
+	step "kernel-install remove/add $K"
+	rm -f "/boot/initrd.img-$K"
+	krc=0
+	{ kernel-install -v remove "$K" && kernel-install -v add "$K" "/boot/vmlinuz-$K"; } >"$LOG.B" 2>&1 || krc=$?
+	cat "$LOG.B" >>"$LOG"
+	plugins=$(grep -oE '[0-9]{2}-[0-9A-Za-z_.-]+\.install' "$LOG.B" | awk '!seen[$0]++' | tr '\n' ' ')
+	if ((krc != 0)); then
+		t_fail "kernel-install exited $krc: $(tail -n 3 "$LOG.B" | tr '\n' ' ' | cut -c1-300)"
+	elif [[ $plugins != *40-dkms.install*41-rxe-kvfix.install*50-depmod.install* ]]; then
+		t_fail "40-dkms, 41-rxe-kvfix and 50-depmod not all run, in order: $plugins"
+	elif ! grep -q "^rxe-kvfix: kernel $K: NOT BUILT" "$LOG.B"; then
+		t_fail "41-rxe-kvfix.install did not print the recorded line"
+	else
+		t_pass
+		echo "     plugins run: $plugins"
+	fi
+else
+	t_skip "B: kernel-install remove + add $K" "no kernel-install in this root (systemd's)"
+fi
+
+# --- C. removal
+t_start "C: apt-get purge of $K: exit 0, its record is gone"
+if ! apt_kernel purge "$LOG.D"; then
+	t_fail "apt-get purge exited non-zero: $(tail -n 3 "$LOG.D" | tr '\n' ' ' | cut -c1-300)"
+elif [[ -e $STATUS || -e $STATUS.log ]]; then
+	t_fail "$STATUS is still there"
+elif ! audit_clean >/dev/null; then
+	t_fail "$(audit_clean)"
+else
+	t_pass
+fi
+
+exit $((T_FAILS > 0))
