@@ -3,6 +3,7 @@
 
 #include "app/app.hpp"
 #include "fake_host.hpp"
+#include "procfs.hpp"
 
 using namespace rxv;
 using rxv::testing::FakeHost;
@@ -89,4 +90,39 @@ TEST(AppDoctor, StockModuleAndDroppingFirewallWarnButStayReady) {
   EXPECT_TRUE(has(out.report["warnings"], "stock"));
   EXPECT_TRUE(has(out.report["warnings"], "UDP 4791"));
   EXPECT_EQ(out.report["firewall"]["roce_v2_input"], "drop");
+}
+
+TEST(AppDoctor, RecordedBuildFailureNamesWhyTheModuleIsStock) {
+  FakeHost h;
+  h.mod.flavor = ModuleFlavor::Stock;
+  h.files[std::string(kKvfixStatusDir) + h.kernel()] =
+      "kernel=" + h.kernel() + "\nstate=failed\ntime=2026-12-05T18:00:00Z\nversion=1.0.0\n"
+      "message=no source of kernel X found; install linux-source-7.3\n";
+  Outcome out = doctor(h);
+  EXPECT_EQ(out.exit, kExitPass);  // a stock module is a warning, as without the record
+  EXPECT_TRUE(has(out.report["warnings"], "could not be built for this kernel"));
+  EXPECT_TRUE(has(out.report["warnings"], "install linux-source-7.3"));
+  EXPECT_FALSE(has(out.report["warnings"], "MRs above 1 GiB never register"));
+  EXPECT_EQ(out.report["rxe_kvfix_build"]["state"], "failed");
+  EXPECT_NE(out.text.find("rxe-kvfix   failed for this kernel (2026-12-05T18:00:00Z): no source"),
+            std::string::npos)
+      << out.text;
+}
+
+TEST(AppDoctor, KernelThatDoesNotNeedTheFixGetsNoStockWarning) {
+  FakeHost h;
+  h.mod.flavor = ModuleFlavor::Stock;
+  h.files[std::string(kKvfixStatusDir) + h.kernel()] =
+      "state=not-needed\ntime=t\nversion=1.0.0\nmessage=kernel keeps rxe MR pages in an xarray\n";
+  Outcome out = doctor(h);
+  EXPECT_EQ(out.exit, kExitPass);
+  EXPECT_FALSE(has(out.report["warnings"], "stock"));
+  EXPECT_EQ(out.report["rxe_kvfix_build"]["state"], "not-needed");
+}
+
+TEST(AppDoctor, NoRecordIsNull) {
+  FakeHost h;
+  Outcome out = doctor(h);
+  EXPECT_TRUE(out.report["rxe_kvfix_build"].is_null());
+  EXPECT_EQ(out.text.find("rxe-kvfix   "), std::string::npos);
 }

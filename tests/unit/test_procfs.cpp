@@ -80,3 +80,16 @@ TEST(Gid, Selection) {
   g.erase(g.begin() + 1);
   EXPECT_EQ(select_gid_index(g), -1);  // v1 only
 }
+
+TEST(Procfs, KvfixBuildStatusIsReadFromItsKeyValueLines) {
+  auto st = parse_kvfix_status(
+      "kernel=7.3.4+deb13-amd64\nstate=failed\ntime=2026-12-05T18:00:00Z\nversion=1.0.0\n"
+      "message=no source of kernel 7.3.4+deb13-amd64 found; install linux-source-7.3 = x\n");
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->state, "failed");
+  EXPECT_EQ(st->time, "2026-12-05T18:00:00Z");
+  EXPECT_EQ(st->version, "1.0.0");
+  EXPECT_EQ(st->message, "no source of kernel 7.3.4+deb13-amd64 found; install linux-source-7.3 = x");
+  EXPECT_FALSE(parse_kvfix_status("kernel=x\nmessage=y\n"));  // no state: no record
+  EXPECT_FALSE(parse_kvfix_status(""));
+}

@@ -14,6 +14,7 @@
 #include "app/app.hpp"
 #include "app_fixtures.hpp"
 #include "fake_host.hpp"
+#include "procfs.hpp"
 #include "fake_verbs.hpp"
 #include "test_paths.hpp"
 
@@ -118,6 +119,11 @@ TEST(Schema, DoctorReports) {
   bad.files.erase("/proc/meminfo");
   bad.files.erase("/proc/self/limits");
   expect_valid("doctor-not-ready", doctor_command({}, bad));
+  FakeHost stock;
+  stock.mod.flavor = ModuleFlavor::Stock;
+  stock.files[std::string(kKvfixStatusDir) + stock.kernel()] =
+      "state=failed\ntime=2026-12-05T18:00:00Z\nversion=1.0.0\nmessage=no source\n";
+  expect_valid("doctor-kvfix-build-failed", doctor_command({}, stock));
 }
 
 TEST(Schema, ProbeReports) {

@@ -196,4 +196,23 @@ int select_gid_index(const std::vector<GidEntry>& gids) {
   return -1;
 }
 
+std::optional<KvfixBuildStatus> parse_kvfix_status(std::string_view text) {
+  KvfixBuildStatus st;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    std::size_t eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "state") st.state = trim(value);
+    else if (key == "time") st.time = trim(value);
+    else if (key == "version") st.version = trim(value);
+    else if (key == "message") st.message = trim(value);
+  }
+  if (st.state.empty()) return std::nullopt;
+  return st;
+}
+
 }  // namespace rxv

@@ -55,4 +55,16 @@ int select_gid_index(const std::vector<GidEntry>& gids);
 std::string trim(std::string_view s);
 std::vector<std::string> split_ws(std::string_view s);
 
+// What the rxe-kvfix DKMS build recorded for one kernel release: the key=value file
+// kmod/rxe-kvfix-dkms-build writes (kmod/rxe-kvfix-lib.sh, rxe_kvfix_record).
+inline constexpr const char* kKvfixStatusDir = "/var/lib/rxe-kvfix/status/";
+struct KvfixBuildStatus {
+  std::string state;    // built, not-needed, failed
+  std::string time;     // UTC, ISO 8601
+  std::string version;  // the rxe-kvfix package version
+  std::string message;  // one line: what happened and, when it failed, what to do
+};
+// nullopt when the text has no state= line
+std::optional<KvfixBuildStatus> parse_kvfix_status(std::string_view text);
+
 }  // namespace rxv

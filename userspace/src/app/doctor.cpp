@@ -18,8 +18,21 @@ Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host) {
   HostSnapshot h = snapshot(host);
   j["module"] = to_json(h.module);
   std::vector<std::string> problems, warnings;
+  // what the rxe-kvfix DKMS build recorded for this kernel, if it ran here
+  const std::string kvfix_file = kKvfixStatusDir + j["kernel"].get<std::string>();
+  std::optional<KvfixBuildStatus> kvfix;
+  if (auto text = host.read(kvfix_file)) kvfix = parse_kvfix_status(*text);
+  j["rxe_kvfix_build"] = kvfix ? json{{"state", kvfix->state}, {"time", kvfix->time},
+                                      {"version", kvfix->version}, {"message", kvfix->message},
+                                      {"file", kvfix_file}}
+                               : json(nullptr);
+  const bool kvfix_failed = kvfix && kvfix->state == "failed";
+  const bool kvfix_not_needed = kvfix && kvfix->state == "not-needed";
   if (h.module.flavor == ModuleFlavor::Absent) problems.push_back("rdma_rxe is not loaded (`modprobe rdma_rxe`)");
-  if (h.module.flavor == ModuleFlavor::Stock)
+  if (h.module.flavor == ModuleFlavor::Stock && kvfix_failed)
+    warnings.push_back("the loaded rdma_rxe is stock because rxe-kvfix could not be built for this kernel (" +
+                       kvfix->time + "): " + kvfix->message + " [" + kvfix_file + "]");
+  else if (h.module.flavor == ModuleFlavor::Stock && !kvfix_not_needed)
     warnings.push_back("the loaded rdma_rxe is stock: MRs above 1 GiB never register, and "
                        "512 MiB-1 GiB depend on fragmentation");
   if (h.module.flavor == ModuleFlavor::RxeKvfixUnpatched)
@@ -105,6 +118,9 @@ Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host) {
     if (!h.module.version.empty()) txt << " (version " << h.module.version << ")";
     if (!h.module.installed.empty()) txt << "; modinfo rxe_kvfix=" << h.module.installed;
     txt << "\n";
+    if (kvfix)
+      txt << "rxe-kvfix   " << kvfix->state << " for this kernel (" << kvfix->time << "): "
+          << kvfix->message << "\n";
     if (devs.empty()) txt << "devices     none\n";
     for (const auto& d : devs) {
       txt << "device      " << d.name << (d.rxe ? " (rxe)" : "") << "  netdev "
