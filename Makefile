@@ -88,7 +88,8 @@ uninstall:
 # ships or registers the tree first checks that the two agree, and that the tree
 # is whole (kmod/ is what DKMS runs: a partial copy fails late and obscurely).
 TREE_FILES := dkms.conf kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-prepare kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck \
-	kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/rxe-kvfix-kernel-hook
+	kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/rxe-kvfix-kernel-hook kmod/rxe-kvfix.conf \
+	kmod/rxe-kvfix-boot.service
 
 check-tree:
 	@for f in $(TREE_FILES); do [[ -f "$(CURDIR)/$$f" ]] || { \
@@ -117,13 +118,23 @@ dkms-src: $(DKMS_SRC)
 HOOK := $(DESTDIR)/usr/lib/$(PACKAGE)/rxe-kvfix-kernel-hook
 HOOK_LINKS := $(DESTDIR)/etc/kernel/postinst.d/dkms-rxe-kvfix $(DESTDIR)/etc/kernel/header_postinst.d/dkms-rxe-kvfix \
 	$(DESTDIR)/etc/kernel/postrm.d/rxe-kvfix $(DESTDIR)/usr/lib/kernel/install.d/41-rxe-kvfix.install
+# With it the configuration file (kmod/rxe-kvfix.conf: fetch=auto|never), never
+# over one the administrator has, and the boot-time repair rxe-kvfix-boot.service
+# (SYSTEMD_UNITDIR; enabled by the packages, and by dkms-install where systemctl is).
+CONF_FILE := $(DESTDIR)/etc/$(PACKAGE)/rxe-kvfix.conf
+SYSTEMD_UNITDIR ?= /usr/lib/systemd/system
+BOOT_UNIT := $(DESTDIR)$(SYSTEMD_UNITDIR)/rxe-kvfix-boot.service
 hooks-install:
 	install -D -m 0755 kmod/rxe-kvfix-kernel-hook "$(HOOK)"
 	@for l in $(HOOK_LINKS); do install -d "$$(dirname "$$l")"; ln -sfn /usr/lib/$(PACKAGE)/rxe-kvfix-kernel-hook "$$l"; done
+	@[[ -e "$(CONF_FILE)" ]] || install -D -m 0644 kmod/rxe-kvfix.conf "$(CONF_FILE)"
+	install -D -m 0644 kmod/rxe-kvfix-boot.service "$(BOOT_UNIT)"
 
 hooks-uninstall:
-	rm -f $(HOOK_LINKS) "$(HOOK)"
+	@if [[ -z "$(DESTDIR)" ]] && command -v systemctl >/dev/null; then systemctl disable -q rxe-kvfix-boot.service 2>/dev/null || true; fi
+	rm -f $(HOOK_LINKS) "$(HOOK)" "$(BOOT_UNIT)"
 	rmdir "$(DESTDIR)/usr/lib/$(PACKAGE)" 2>/dev/null || true
+	@if [[ -f "$(CONF_FILE)" ]] && cmp -s kmod/rxe-kvfix.conf "$(CONF_FILE)"; then rm -f "$(CONF_FILE)"; rmdir "$$(dirname "$(CONF_FILE)")" 2>/dev/null || true; fi
 
 # The tree, dkms and another registered version are checked before the source
 # tree is copied to /usr/src, so a refused host is left as it was.
@@ -134,6 +145,7 @@ dkms-install: check-tree
 	@$(MAKE) --no-print-directory dkms-src >/dev/null
 	@if ! dkms status -m $(PACKAGE) -v $(VERSION) | grep -q .; then dkms add -m $(PACKAGE) -v $(VERSION); fi
 	@$(MAKE) --no-print-directory hooks-install >/dev/null
+	@if command -v systemctl >/dev/null; then systemctl enable -q rxe-kvfix-boot.service 2>/dev/null || true; fi
 	@rc=0; dkms install -m $(PACKAGE) -v $(VERSION) -k "$(KVER)" || rc=$$?; \
 	status=/var/lib/$(PACKAGE)/status/$(KVER); \
 	if [[ $$rc == 77 ]] && grep -qx 'state=failed' "$$status" 2>/dev/null; then \
@@ -145,6 +157,7 @@ dkms-remove:
 	@command -v dkms >/dev/null || { echo "make: dkms is not installed, so rxe-kvfix is not registered with it; for a non-DKMS install run 'make uninstall'" >&2; exit 1; }
 	@if dkms status -m $(PACKAGE) -v $(VERSION) | grep -q .; then dkms remove -m $(PACKAGE) -v $(VERSION) --all; fi
 	rm -rf "$(DKMS_SRC)" /var/lib/$(PACKAGE)
+	@for p in /var/cache/$(PACKAGE)/sources/*.provenance; do [[ -f $$p ]] || continue; rm -f "$${p%.provenance}" "$$p"; done
 	@$(MAKE) --no-print-directory hooks-uninstall >/dev/null
 
 validate-patch:

@@ -91,11 +91,67 @@ make_tree() {
 hide() { mv "$1" "$1.hidden"; }
 unhide() { mv "$1.hidden" "$1"; }
 
-# 1. no source at all
+# 1. no source at all, downloads off (fetch=never): the line names the exact file to
+# fetch elsewhere and where to put it
+printf 'fetch=never\n' >/tmp/fetch-never.conf
 hide "$TARBALL"
 [[ ! -d $CACHE ]] || hide "$CACHE"
-expect "no source: dkms build steps aside (77), the failure and its remedy recorded" notbuilt 'no source of kernel .*; install' \
+expect "no source, fetch=never: dkms build steps aside (77), the file to fetch and where to put it recorded" notbuilt \
+	"no source of kernel .* here, and fetch=never .*apt-get download linux-source-$XY=$KDEB and put that .deb in $CACHE/" \
+	env RXE_KVFIX_CONF=/tmp/fetch-never.conf dkms build "$M/$VER" -k "$K"
+
+# F. the fetch (fetch=auto, the default), with no local source, each bad case one
+# recorded line, nothing left in the cache, the stock module resolved
+mkdir -p "$CACHE"
+# F1. the archive unreachable: apt's proxy pointed at a closed local port
+printf 'Acquire::http::Proxy "http://127.0.0.1:9/";\nAcquire::https::Proxy "http://127.0.0.1:9/";\nAcquire::Retries "0";\n' >/tmp/unreachable.conf
+expect "fetch: archive unreachable: steps aside (77), the line says what to fetch elsewhere" notbuilt \
+	"the download failed: apt-get download linux-source-$XY=$KDEB failed .*; on a host that reaches the archive run apt-get download linux-source-$XY=$KDEB, put that .deb in $CACHE/" \
+	env APT_CONFIG=/tmp/unreachable.conf dkms build "$M/$VER" -k "$K"
+t_check "fetch: archive unreachable: nothing left in $CACHE" test -z "$(ls -A "$CACHE")"
+# F2. a full cache disk: a 16 KiB tmpfs where the kept source goes
+mount -t tmpfs -o size=16k rxe-kvfix-full "$CACHE"
+expect "fetch: cache disk full: steps aside (77), the line says so" notbuilt \
+	"cannot write $CACHE/linux-source-${XY}_$KDEB.tar.xz .*is the disk full\\?\\); free space where $CACHE is" \
 	dkms build "$M/$VER" -k "$K"
+t_check "fetch: cache disk full: no partial file left" test -z "$(ls -A "$CACHE")"
+umount "$CACHE"
+# F3. a truncated .deb where the offline remedy puts one: refused and removed; then
+# the whole .deb there is what an offline host does: built from it
+(cd /tmp && apt-get download -q "linux-source-$XY=$KDEB" >/dev/null 2>&1) || true
+DEB=$(find /tmp -maxdepth 1 -name "linux-source-${XY}_*.deb" -print -quit)
+if [[ -n $DEB ]]; then
+	head -c "$(($(stat -c %s "$DEB") / 2))" "$DEB" >"$CACHE/${DEB##*/}"
+	expect "fetch: a truncated .deb in the cache: refused (77), recorded, removed" notbuilt \
+		"is not a whole .deb \\(corrupt or truncated\\); removed it; download it again" \
+		env RXE_KVFIX_CONF=/tmp/fetch-never.conf dkms build "$M/$VER" -k "$K"
+	t_check "fetch: the truncated .deb was removed" test ! -e "$CACHE/${DEB##*/}"
+	mv "$DEB" "$CACHE/"
+	t_start "fetch: the whole .deb in the cache (the offline remedy), fetch=never: built from it"
+	rm -f "$status"
+	brc=0
+	env RXE_KVFIX_CONF=/tmp/fetch-never.conf dkms build "$M/$VER" -k "$K" >/tmp/offline.log 2>&1 || brc=$?
+	if ((brc == 0)) && grep -qx 'state=built' "$status" && [[ -s $CACHE/linux-source-${XY}_$KDEB.tar.xz && ! -e $CACHE/${DEB##*/} ]]; then
+		t_pass
+		echo "     $(sed -n 's/^message=//p' "$status"); kept $(stat -c %s "$CACHE/linux-source-${XY}_$KDEB.tar.xz") bytes"
+	else
+		t_fail "exit $brc: $(tail -n 2 /tmp/offline.log | tr '\n' ' ') $(tr '\n' ' ' <"$status" 2>&1)"
+	fi
+	dkms remove "$M/$VER" -k "$K" >/dev/null 2>&1 || true
+	rm -f "$CACHE"/*
+else
+	t_skip "fetch: a truncated .deb in the cache" "apt-get download linux-source-$XY=$KDEB failed in this root (no archive reachable)"
+fi
+# F4. a version the archive does not serve: a kernel "9.9.9-rxetest" whose headers
+# package (made here) says 9.9.9-1; prepare itself, no DKMS
+mkdir -p /tmp/fakehdr/DEBIAN
+printf 'Package: linux-headers-9.9.9-rxetest\nVersion: 9.9.9-1\nArchitecture: all\nMaintainer: rxe-kvfix tests <root@localhost>\nDescription: rxe-kvfix test: a kernel whose source no archive serves\n' >/tmp/fakehdr/DEBIAN/control
+dpkg-deb -b /tmp/fakehdr /tmp/fakehdr.deb >/dev/null && dpkg -i /tmp/fakehdr.deb >/dev/null
+expect "fetch: a version the archive does not serve: refused with the line" fail \
+	"the archive this host's apt knows serves no linux-source-9.9=9.9.9-1 .*; put the kernel's source tarball \\(linux-9.9.9.tar.xz\\) in $CACHE/" \
+	"$PREP" --out /tmp/out9 9.9.9-rxetest
+dpkg -P linux-headers-9.9.9-rxetest >/dev/null
+rmdir "$CACHE" 2>/dev/null || true
 unhide "$TARBALL"
 [[ ! -d $CACHE.hidden ]] || unhide "$CACHE"
 

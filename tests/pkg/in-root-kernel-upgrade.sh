@@ -12,14 +12,22 @@
 # vm-run makes its own), so that "the hooks after dkms ran" is a file: the kernel's
 # initrd.img.
 #
-# A. the kernel's source is nowhere on the host: apt-get exits 0, dpkg --audit is
-#    empty, /boot/initrd.img-RELEASE exists, DKMS stepped aside with the failure
-#    recorded in /var/lib/rxe-kvfix/status/RELEASE (one line naming what to do),
-#    printed by the kernel hook in apt's output; the in-tree rdma_rxe is the one
-#    modprobe resolves.
+# A. fetching impossible (fetch=never in /etc/rxe-kvfix/rxe-kvfix.conf): apt-get
+#    exits 0, dpkg --audit is empty, /boot/initrd.img-RELEASE exists, DKMS stepped
+#    aside with the failure recorded in /var/lib/rxe-kvfix/status/RELEASE (one line
+#    naming the file to fetch elsewhere and where to put it), printed by the kernel
+#    hook in apt's output; the in-tree rdma_rxe is the one modprobe resolves.
 # B. the same kernel through kernel-install remove + add: exit 0, every plugin after
 #    40-dkms.install ran (41-rxe-kvfix printed the line, the initrd was made again).
-# C. apt-get purge of the kernel: exit 0, its record is gone.
+# C. the repair once the source can be had (fetch=auto): what rxe-kvfix-boot.service
+#    runs at boot (rxe-kvfix-kernel-hook boot, here for RELEASE through the test hook
+#    RXE_KVFIX_RELEASE: a chroot boots nothing) builds it from the fetched source; run
+#    again, it sees the module installed and does nothing.
+#    The cache keeps only the rxe source and its provenance; the figures (fetch and
+#    extract seconds, bytes downloaded and kept) are printed.
+# D. apt-get purge of the kernel: exit 0, its record and its kept source are gone.
+# The same kernel installed with fetch=auto (the default), rxe-kvfix fetched and built
+# inside that apt-get command, then booted, is tests/vm/scenarios.d/85-series.
 set -euo pipefail
 
 usage() { echo "Usage: in-root-kernel-upgrade.sh SRC RELEASE VERSION SUITE"; }
@@ -34,7 +42,10 @@ LOG=/tmp/in-root-kernel-upgrade.log
 : >"$LOG"
 export DEBIAN_FRONTEND=noninteractive
 STATUS=/var/lib/rxe-kvfix/status/$K
+CONF=/etc/rxe-kvfix/rxe-kvfix.conf
+CACHE=/var/cache/rxe-kvfix/sources
 XY=$(cut -d. -f1,2 <<<"$K")
+conf() { mkdir -p "${CONF%/*}" && printf '# rxe-kvfix test: %s\nfetch=%s\n' "$2" "$1" >"$CONF"; }
 # apt_kernel VERB LOGFILE: apt-get VERB of the kernel's image and headers
 apt_kernel() {
 	local rc=0
@@ -83,8 +94,9 @@ else
 	exit 1
 fi
 
-# --- A. no source anywhere: the kernel installs all the same
-t_start "A: apt-get install linux-image-$K linux-headers-$K, its source nowhere: exit 0"
+# --- A. fetching impossible: the kernel installs all the same
+conf never "fetching impossible"
+t_start "A: apt-get install linux-image-$K linux-headers-$K with fetch=never: exit 0"
 t0=$SECONDS
 if apt_kernel install "$LOG.A"; then
 	t_pass
@@ -99,12 +111,12 @@ if [[ -s /boot/initrd.img-$K ]]; then
 else
 	t_fail "no /boot/initrd.img-$K; hooks: $(find /etc/kernel/postinst.d -mindepth 1 -printf "%f ")"
 fi
-t_start "A: DKMS stepped aside; one recorded line names what to do"
+t_start "A: DKMS stepped aside; one recorded line names the file to fetch and where to put it"
 msg=$(sed -n 's/^message=//p' "$STATUS" 2>/dev/null || true)
 if ! grep -qx 'state=failed' "$STATUS" 2>/dev/null; then
 	t_fail "$STATUS: $(tr '\n' ' ' <"$STATUS" 2>&1)"
-elif [[ $msg != *"no source of kernel $K"*"install linux-source-$XY"* ]]; then
-	t_fail "the recorded line does not say what is missing and what to do: $msg"
+elif [[ $msg != *"no source of kernel $K"*"fetch=never"*"apt-get download linux-source-$XY=$KV"*"$CACHE/"* ]]; then
+	t_fail "the recorded line does not say what is missing, what to fetch and where to put it: $msg"
 else
 	t_pass
 	echo "     $STATUS: $msg"
@@ -143,12 +155,49 @@ else
 	t_skip "B: kernel-install remove + add $K" "no kernel-install in this root (systemd's)"
 fi
 
-# --- C. removal
-t_start "C: apt-get purge of $K: exit 0, its record is gone"
+# --- C. the repair, once the source can be had
+conf auto "the default"
+t_start "C: fetch=auto, then the boot-time repair (rxe-kvfix-kernel-hook boot) builds it from the fetched source"
+step "rxe-kvfix-kernel-hook boot for $K"
+crc=0
+hook=$(command -v /usr/lib/rxe-kvfix/rxe-kvfix-kernel-hook || echo "$SRC/kmod/rxe-kvfix-kernel-hook")
+RXE_KVFIX_RELEASE=$K "$hook" boot >"$LOG.C" 2>&1 || crc=$?
+cat "$LOG.C" >>"$LOG"
+p=$(resolves || true)
+if ((crc == 0)) && grep -qx 'state=built' "$STATUS" 2>/dev/null && [[ $p == "/lib/modules/$K/updates/dkms/"* ]] &&
+	grep -q "built and installed rxe-kvfix for $K" "$LOG.C"; then
+	t_pass
+	echo "     $(sed -n 's/^message=//p' "$STATUS")"
+else
+	t_fail "exit $crc, modinfo -n $p, $(tr '\n' ' ' <"$STATUS" 2>&1 | cut -c1-300); $(tail -n 2 "$LOG.C" | tr '\n' ' ')"
+fi
+t_start "C: the cache keeps only the rxe source and its provenance"
+kept=$CACHE/linux-source-${XY}_$KV.tar.xz
+if [[ ! -s $kept || ! -s $kept.provenance ]]; then
+	t_fail "no $kept (and .provenance): $(ls "$CACHE")"
+elif (($(stat -c %s "$kept") > 4 * 1024 * 1024)); then
+	t_fail "$kept is $(stat -c %s "$kept") bytes: more than the rxe directory"
+else
+	t_pass
+	echo "     $(tr '\n' ' ' <"$kept.provenance")"
+fi
+# the figures (a measurement, not a threshold), from prepare's line in DKMS's log
+stats=$(grep -ho 'fetch_s=[^ ]* extract_s=[^ ]* downloaded_bytes=[0-9]* kept_bytes=[0-9]*' /var/lib/dkms/rxe-kvfix/*/"$K"/*/log/make.log 2>/dev/null | head -n1)
+build_s=$(awk '/^Running the pre_build script/ { f = 1 } f && /^# elapsed time:/ { print $4; exit }' /var/lib/dkms/rxe-kvfix/*/"$K"/*/log/make.log 2>/dev/null)
+echo "     figures: $K: ${stats:-no fetch figures} pre_build(fetch+extract+build)=${build_s:-?}"
+t_start "C: the repair again: the module is there, nothing is built"
+crc=0
+out=$(RXE_KVFIX_RELEASE=$K "$hook" boot 2>&1) || crc=$?
+if ((crc == 0)) && [[ -z $out ]]; then t_pass; else t_fail "exit $crc: $out"; fi
+
+# --- D. removal
+t_start "D: apt-get purge of $K: exit 0, its record and kept source are gone"
 if ! apt_kernel purge "$LOG.D"; then
 	t_fail "apt-get purge exited non-zero: $(tail -n 3 "$LOG.D" | tr '\n' ' ' | cut -c1-300)"
 elif [[ -e $STATUS || -e $STATUS.log ]]; then
 	t_fail "$STATUS is still there"
+elif ls "$CACHE/linux-source-${XY}_$KV".* >/dev/null 2>&1; then
+	t_fail "the kept source is still there: $(ls "$CACHE")"
 elif ! audit_clean >/dev/null; then
 	t_fail "$(audit_clean)"
 else
