@@ -68,7 +68,10 @@ fail_with_log() { t_fail "$1 ($(tail -n 3 "$LOG" | tr '\n' ' ' | cut -c1-300))";
 step() { echo "=== $*" >>"$LOG"; }
 
 t_start "setup: rxe-kvfix registered with DKMS, $SUITE reachable, initramfs-tools installed"
-if ! dkms status rxe-kvfix 2>/dev/null | grep -q .; then
+# (captured first: grep -q would leave dkms writing into a closed pipe, and pipefail
+# would count that as no match)
+registered=$(dkms status rxe-kvfix 2>/dev/null || true)
+if [[ -z $registered ]]; then
 	t_fail "rxe-kvfix is not registered with DKMS (install rxe-kvfix-dkms: in-root-apt.sh --phase install)"
 	exit 1
 fi
