@@ -218,3 +218,23 @@ rxe_kvfix_record() {
 rxe_kvfix_recorded() {
 	sed -n "s/^$2=//p" "$(rxe_kvfix_state_dir)/status/$1" 2>/dev/null | head -n1
 }
+
+# rxe_kvfix_deb_inner DEB: the kernel tarball a linux-source-X.Y .deb holds
+# (./usr/src/linux-source-X.Y.tar.*). Returns 1 for a .deb that is not whole (the
+# archive is read to its end), 2 for one that holds no such tarball.
+rxe_kvfix_deb_inner() {
+	local list
+	list=$(dpkg-deb --fsys-tarfile "$1" 2>/dev/null | tar -t 2>/dev/null) || return 1
+	grep -m1 -E '^\./usr/src/linux-source-[0-9.]+\.tar\.(xz|zst|bz2|gz)$' <<<"$list" || return 2
+}
+
+# rxe_kvfix_tar_filter NAME: tar's decompression option for NAME
+rxe_kvfix_tar_filter() {
+	case $1 in *.xz) echo xz ;; *.zst) echo zstd ;; *.bz2) echo bzip2 ;; *) echo gzip ;; esac
+}
+
+# rxe_kvfix_rxe_diff < PATCH: the parts of a git-style unified diff (one "diff "
+# line per file) that touch drivers/infiniband/sw/rxe/
+rxe_kvfix_rxe_diff() {
+	awk '/^diff / { keep = index($0, "drivers/infiniband/sw/rxe/") > 0 } keep { print }'
+}

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# in-root-fetch.sh: kmod/rxe-kvfix-fetch's source-archive path, run inside an
+# overlay of the sid build root (chroot), against the real archive the root's apt
+# uses and, for what that archive cannot show, a small local file:// source
+# repository made here (labelled "local repository" in each test's name).
+#
+#   in-root-fetch.sh SRC
+#
+# Cost: about 60 s (one 160 MB upstream tarball from the archive, four private
+# index updates of ~35 MB each).
+set -euo pipefail
+
+usage() { echo "Usage: in-root-fetch.sh SRC"; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+(($# == 1)) || { usage >&2; exit 2; }
+SRC=$1
+# shellcheck source=tests/testlib.sh
+. "$SRC/tests/testlib.sh"
+t_suite kmod-fetch
+FETCH=$SRC/kmod/rxe-kvfix-fetch
+PREP=$SRC/kmod/rxe-kvfix-prepare
+HOOK=$SRC/kmod/rxe-kvfix-kernel-hook
+RXE=drivers/infiniband/sw/rxe
+CACHE=/var/cache/rxe-kvfix/sources
+rm -rf "$CACHE"
+mkdir -p "$CACHE"
+
+# fake_headers RELEASE VERSION: a kernel "installed from a Debian package" of
+# VERSION, as prepare finds one (its headers package, made here, holds nothing)
+fake_headers() {
+	local d=/tmp/fakehdr-$1
+	mkdir -p "$d/DEBIAN"
+	printf 'Package: linux-headers-%s\nVersion: %s\nArchitecture: all\nMaintainer: rxe-kvfix tests <root@localhost>\nDescription: rxe-kvfix test: a kernel without its source here\n' \
+		"$1" "$2" >"$d/DEBIAN/control"
+	dpkg-deb -b "$d" "$d.deb" >/dev/null && dpkg -i "$d.deb" >/dev/null
+}
+
+re() { local s=${1//./[.]}; printf '%s\n' "${s//+/[+]}"; } # a kernel release as an ERE matching it
+
+# run_case NAME WANT_RC PATTERN CMD...: CMD exits WANT_RC (fail = any non-zero)
+# and prints a line matching PATTERN, which is shown
+run_case() {
+	local name=$1 want=$2 pattern=$3 rc=0 out line
+	shift 3
+	t_start "$name"
+	out=$("$@" 2>&1) || rc=$?
+	line=$(grep -E "$pattern" <<<"$out" | head -n1 || true)
+	if [[ $want == fail ]] && ((rc == 0)); then
+		t_fail "exit 0, expected an error: $(tail -n1 <<<"$out")"
+	elif [[ $want != fail ]] && ((rc != want)); then
+		t_fail "exit $rc, expected $want: $(tail -n1 <<<"$out")"
+	elif [[ -z $line ]]; then
+		t_fail "no line matching '$pattern': $(tail -n1 <<<"$out")"
+	else
+		t_pass
+		printf '     %s\n' "$(sed -E 's#[a-z]+://[^ ]*/##g' <<<"$line" | cut -c1-240)"
+	fi
+	return 0
+}
+
+# --- the real archive ------------------------------------------------------
+# trixie-backports from the root's own apt sources (the same mirror), as the host
+# of a trixie-backports kernel has it; its binary lists are never fetched
+src_file=/etc/apt/sources.list.d/rxe-kvfix.sources
+uri=$(sed -n 's/^URIs:[[:space:]]*//p' "$src_file" | head -n1)
+printf 'Types: deb\nURIs: %s\nSuites: trixie-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+	"$uri" >/etc/apt/sources.list.d/rxe-test-bpo.sources
+
+# 1. Debian's 7.1.13 (the series of the kernels the project is for): the archive
+# serves no linux-source-7.1, so the source package from the source archive; the
+# mirror serves its upstream tarball, not Debian's part (404), and the provenance
+# says so. Classified from it by prepare, as a DKMS build would.
+K1=7.1.13+deb13-amd64 V1=7.1.13-1~bpo13+1
+fake_headers "$K1" "$V1"
+run_case "source archive: $K1 ($V1) fetched and classified (no linux-source-7.1 package)" 0 \
+	"^$(re "$K1") affected-kzalloc_objs fetch\$" "$PREP" --classify --out /tmp/out1 "$K1"
+kept=$CACHE/linux-7.1.13.tar.xz
+t_start "source archive: the cache keeps the Makefile and rxe directory, with its provenance"
+if [[ -f $kept ]] && grep -qx "kernel=$K1" "$kept.provenance" && grep -q '^verified=apt (SHA-256' "$kept.provenance" &&
+	grep -q "^debian=" "$kept.provenance" && (($(stat -c %s "$kept") < 500000)) &&
+	[[ $(tar -tf "$kept" | grep -v '/$' | grep -vcE "/Makefile\$|/$RXE/") == 0 ]]; then
+	t_pass
+	echo "     $(stat -c %s "$kept") bytes kept; $(grep -E '^(bytes|debian)=' "$kept.provenance" | tr '\n' ' ')"
+else
+	t_fail "$(ls -la "$CACHE") $(cat "$kept.provenance" 2>&1)"
+fi
+dpkg -P "linux-headers-$K1" >/dev/null
+t_start "source archive: the kernel's removal forgets what was kept for it"
+"$HOOK" postrm "$K1"
+if [[ ! -e $kept && ! -e $kept.provenance ]]; then t_pass; else t_fail "left: $(ls "$CACHE")"; fi
+
+# 2. a version the archive no longer serves: listed in the index, its files 404
+K2=7.0.13+deb14-amd64 V2=7.0.13-1
+fake_headers "$K2" "$V2"
+run_case "source archive: a version whose files the archive no longer serves (404): one line" fail \
+	"error: no source of kernel $(re "$K2") here and the download failed: apt-get source linux=$V2 failed \\(linux_7\\.0\\.13\\.orig\\.tar\\.xz: 404 Not Found\\); put the kernel's source tarball in $CACHE/ as linux-7\\.0\\.13\\.tar\\.xz" \
+	"$PREP" --out /tmp/out2 "$K2"
+t_check "source archive: 404: nothing left in $CACHE" test -z "$(ls -A "$CACHE")"
+dpkg -P "linux-headers-$K2" >/dev/null
+rm -f /etc/apt/sources.list.d/rxe-test-bpo.sources
+
+# --- a local file:// source repository ------------------------------------
+# What the mirror never serves (Debian's part of a linux source package), and a
+# file that does not match the index. Its upstream tarball holds the top Makefile
+# and rxe directory of the root's linux-source tarball, relabelled 9.8.N.
+R=/srv/rxe-test-srcrepo
+rm -rf "$R" /tmp/repo-x
+mkdir -p "$R" /tmp/repo-x
+TB=$(find /usr/src -maxdepth 1 -name 'linux-source-*.tar.xz' | sort -V | tail -n1)
+tar -xf "$TB" -C /tmp/repo-x --wildcards --no-wildcards-match-slash "*/$RXE/*" "*/Makefile"
+mv /tmp/repo-x/* /tmp/repo-x/linux-9.8.1
+sed -i -E 's/^VERSION = .*/VERSION = 9/; s/^PATCHLEVEL = .*/PATCHLEVEL = 8/; s/^SUBLEVEL = .*/SUBLEVEL = 1/' /tmp/repo-x/linux-9.8.1/Makefile
+(cd /tmp/repo-x && tar -cJf "$R/linux_9.8.1.orig.tar.xz" linux-9.8.1)
+# Debian's part: two patches, one touching rxe.c (git style), one elsewhere
+mkdir -p /tmp/repo-x/debian/patches
+cat >/tmp/repo-x/debian/patches/rxe-note.patch <<'EOF'
+diff --git a/drivers/infiniband/sw/rxe/rxe.c b/drivers/infiniband/sw/rxe/rxe.c
+--- a/drivers/infiniband/sw/rxe/rxe.c
++++ b/drivers/infiniband/sw/rxe/rxe.c
+@@ -0,0 +1 @@
++/* rxe-kvfix test: a line from debian/patches */
+EOF
+cat >/tmp/repo-x/debian/patches/elsewhere.patch <<'EOF'
+diff --git a/README.rxe-kvfix-test b/README.rxe-kvfix-test
+new file mode 100644
+--- /dev/null
++++ b/README.rxe-kvfix-test
+@@ -0,0 +1 @@
++a file outside the rxe directory
+EOF
+printf 'elsewhere.patch\nrxe-note.patch\n' >/tmp/repo-x/debian/patches/series
+(cd /tmp/repo-x && tar -cJf "$R/linux_9.8.1-1.debian.tar.xz" debian)
+printf 'Format: 3.0 (quilt)\nSource: linux\nVersion: 9.8.1-1\n' >"$R/linux_9.8.1-1.dsc"
+cp "$R/linux_9.8.1.orig.tar.xz" "$R/linux_9.8.2.orig.tar.xz"
+printf 'Format: 3.0 (quilt)\nSource: linux\nVersion: 9.8.2-1\n' >"$R/linux_9.8.2-1.dsc"
+stanza() { # VERSION FILE... (a file given as NAME=SHA256 gets that hash instead of its own)
+	local v=$1 f n h
+	shift
+	printf 'Package: linux\nBinary: linux-source-9.8\nVersion: %s\nMaintainer: rxe-kvfix tests <root@localhost>\nArchitecture: all\nFormat: 3.0 (quilt)\nDirectory: .\nFiles:\n' "$v"
+	for f; do n=${f%%=*}; printf ' %s %s %s\n' "$(md5sum <"$R/$n" | cut -d' ' -f1)" "$(stat -c %s "$R/$n")" "$n"; done
+	printf 'Checksums-Sha256:\n'
+	for f; do
+		n=${f%%=*} h=${f#*=}
+		[[ $f == *=* ]] || h=$(sha256sum <"$R/$n" | cut -d' ' -f1)
+		printf ' %s %s %s\n' "$h" "$(stat -c %s "$R/$n")" "$n"
+	done
+	printf '\n'
+}
+{
+	stanza 9.8.1-1 linux_9.8.1-1.dsc linux_9.8.1.orig.tar.xz linux_9.8.1-1.debian.tar.xz
+	stanza 9.8.2-1 linux_9.8.2-1.dsc "linux_9.8.2.orig.tar.xz=$(printf '0%.0s' {1..64})"
+} >"$R/Sources"
+printf 'Types: deb\nURIs: file:%s\nSuites: ./\nTrusted: yes\n' "$R" >/etc/apt/sources.list.d/rxe-test-local.sources
+
+# 3. Debian's patches: the one touching rxe applied to the kept source, the other not
+K3=9.8.1-rxetest
+fake_headers "$K3" 9.8.1-1
+run_case "local repository: Debian's patches of the source package: the rxe one applied" 0 \
+	"^$K3 affected-kzalloc_objs fetch\$" "$PREP" --classify --out /tmp/out3 "$K3"
+kept=$CACHE/linux-source-9.8_9.8.1-1.tar.xz
+t_start "local repository: the kept rxe source carries Debian's rxe patch, provenance counts it"
+rxe_c=$(tar -xOf "$kept" --wildcards "*/$RXE/rxe.c" 2>/dev/null || true)
+if grep -q 'a line from debian/patches' <<<"$rxe_c" &&
+	grep -qx 'debian=linux_9.8.1-1.debian.tar.xz: 1 of the 2 patches of debian/patches/series touch drivers/infiniband/sw/rxe, applied' "$kept.provenance"; then
+	t_pass
+else
+	t_fail "$(cat "$kept.provenance" 2>&1)"
+fi
+# --tree: the whole tree, every patch of the series applied
+rm -rf /tmp/tree3
+run_case "local repository: --tree unpacks the whole source with Debian's series applied" 0 \
+	"^tree=/tmp/tree3 origin=linux .* tree_bytes=" "$FETCH" --tree /tmp/tree3 "$K3" 9.8.1-1
+t_check "local repository: --tree: both patches in the tree" \
+	grep -q 'outside the rxe directory' /tmp/tree3/README.rxe-kvfix-test
+dpkg -P "linux-headers-$K3" >/dev/null
+"$HOOK" postrm "$K3"
+
+# 4. a file that does not match the signed index: apt refuses it, nothing kept
+K4=9.8.2-rxetest
+fake_headers "$K4" 9.8.2-1
+run_case "local repository: a file whose hash does not match the index: refused, one line" fail \
+	"error: no source of kernel $K4 here and the download failed: apt-get source linux=9\\.8\\.2-1 failed \\(linux_9\\.8\\.2\\.orig\\.tar\\.xz: Hash Sum mismatch.*\\); put the kernel's source tarball in $CACHE/" \
+	"$PREP" --out /tmp/out4 "$K4"
+t_check "local repository: hash mismatch: nothing left in $CACHE" test -z "$(ls -A "$CACHE")"
+dpkg -P "linux-headers-$K4" >/dev/null
+rm -f /etc/apt/sources.list.d/rxe-test-local.sources
+
+# 5. usage: exit 2 and one line
+run_case "fetch: no arguments" 2 'needs KERNELRELEASE and VERSION' "$FETCH"
+run_case "fetch: a version that is not one" 2 "is not a Debian package version" "$FETCH" 7.1.13+deb13-amd64 'x y'
+run_case "fetch: --tree on a non-empty directory" 2 "exists and is not an empty directory" "$FETCH" --tree "$SRC" 7.1.13+deb13-amd64 7.1.13-1
+exit $((T_FAILS > 0))
