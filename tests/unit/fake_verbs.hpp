@@ -29,7 +29,7 @@ struct FakeControl {
   unsigned complete_per_poll = 0;  // WRs executed per poll() call, 0 = all queued
   bool reverse_batches = false;    // return each poll's completions newest first
   unsigned rd_atomic = 16;         // negotiated max_rd_atomic
-  bool created_busy_poll = false;
+  WaitPolicy created_wait;  // the QpParams::wait of the last QP created
   unsigned created_depth = 0, max_in_flight = 0, max_reads_in_flight = 0, max_batch = 0;
   unsigned posted = 0, signaled = 0, polls = 0, drains = 0, flushed = 0, overcommits = 0;
 };
@@ -189,7 +189,7 @@ class FakeDevice final : public Device {
   }
   std::unique_ptr<QueuePair> create_qp(const QpParams& p, std::string&) override {
     c_.created_depth = p.tx_depth;
-    c_.created_busy_poll = p.busy_poll;
+    c_.created_wait = p.wait;
     return std::make_unique<FakeQp>(c_, p.tx_depth);
   }
 

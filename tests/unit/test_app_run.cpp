@@ -127,7 +127,7 @@ TEST(AppRun, TxDepthSizesTheQueuePair) {
   Outcome out = run_command(o, prov, host);
   EXPECT_EQ(out.exit, kExitPass) << out.report.dump();
   EXPECT_EQ(c.created_depth, 24u);
-  EXPECT_FALSE(c.created_busy_poll);
+  EXPECT_EQ(c.created_wait.mode, WaitMode::Adaptive);
   EXPECT_LE(c.max_in_flight, 24u);
   EXPECT_EQ(c.overcommits, 0u);
   const auto& w = out.report["results"][0]["write"];
@@ -148,7 +148,7 @@ TEST(AppRun, IterationsDurationAndGbits) {
   o.report_gbits = true;
   o.busy_poll = true;
   Outcome out = run_command(o, prov, host);
-  EXPECT_TRUE(c.created_busy_poll);
+  EXPECT_EQ(c.created_wait.mode, WaitMode::BusyPoll);
   EXPECT_EQ(out.exit, kExitPass) << out.report.dump();
   const auto& r = out.report["results"][0];
   EXPECT_EQ(r["passes"], 3);
@@ -164,4 +164,48 @@ TEST(AppRun, IterationsDurationAndGbits) {
   o.iters = -1;
   o.duration = -1;
   EXPECT_THROW(run_command(o, prov, host), UsageError);
+}
+
+TEST(AppRun, WaitingModeReachesTheQueuePairs) {
+  struct Case {
+    bool busy_poll, no_spin;
+    WaitMode mode;
+  };
+  for (const Case& k : {Case{false, false, WaitMode::Adaptive}, Case{true, false, WaitMode::BusyPoll},
+                        Case{false, true, WaitMode::Event}}) {
+    FakeControl c;
+    FakeProvider prov(c);
+    FakeHost host;
+    auto o = small_run({"64K"});
+    o.busy_poll = k.busy_poll;
+    o.no_spin = k.no_spin;
+    Outcome out = run_command(o, prov, host);
+    EXPECT_EQ(out.exit, kExitPass) << to_string(k.mode);
+    EXPECT_EQ(c.created_wait.mode, k.mode) << to_string(k.mode);
+    EXPECT_EQ(c.created_wait.spin, kDefaultSpin) << to_string(k.mode);
+  }
+  // the spin is a parameter of the run (the default mode's only)
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  auto o = small_run({"64K"});
+  o.spin = std::chrono::microseconds(200);
+  run_command(o, prov, host);
+  EXPECT_EQ(c.created_wait.spin, std::chrono::microseconds(200));
+}
+
+TEST(AppRun, BusyPollAndNoSpinExcludeEachOther) {
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  auto o = small_run({"64K"});
+  o.busy_poll = true;
+  o.no_spin = true;
+  try {
+    run_command(o, prov, host);
+    ADD_FAILURE() << "no usage error";
+  } catch (const UsageError& u) {
+    EXPECT_NE(u.msg.find("--busy-poll and --no-spin: pick one"), std::string::npos) << u.msg;
+  }
+  EXPECT_EQ(c.regs, 0) << "nothing is registered before the options are checked";
 }

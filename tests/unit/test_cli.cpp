@@ -59,7 +59,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "probe --granularity 0", "probe --min 2G --max 1G", "doctor --size 0",
                       "run --timeout -1", "run --offset 4096", "probe --offset 5000",
                       "run --gid-index -2", "serve --gid-index -1", "run --connect 'bad host'",
-                      "run --connect a:b:c", "run --connect 'host;rm:47910'"));
+                      "run --connect a:b:c", "run --connect 'host;rm:47910'",
+                      "run --size 1M --busy-poll --no-spin", "run --no-spin=maybe"));
 
 TEST(Cli, UnknownCommandIsNamed) {
   auto r = run("bogus");
@@ -128,8 +129,15 @@ TEST(Cli, RunHelpShowsPerftestFlags) {
   auto r = run("run --help");
   EXPECT_EQ(r.code, 0);
   for (const char* f : {"-t,--tx-depth", "-x", "--gid-index", "-n,--iters", "-D,--duration", "--report_gbits", "--busy-poll",
-                        "--connect", "slots = min(tx-depth"})
+                        "--no-spin", "--connect", "slots = min(tx-depth"})
     EXPECT_NE(r.out.find(f), std::string::npos) << f << " missing from:\n" << r.out;
+  // what each way of waiting for completions costs, with the default spin's value
+  const std::string spin = "up to " + std::to_string(rxv::kDefaultSpin.count()) + " us";
+  for (const std::string& cost : {spin, std::string("one CPU core busy"), std::string("a wake-up")})
+    EXPECT_NE(r.out.find(cost), std::string::npos) << cost << " missing from:\n" << r.out;
+  auto both = run("run --size 1M --busy-poll --no-spin");
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("--busy-poll and --no-spin: pick one"), std::string::npos) << both.err;
   // -c is hidden (deprecated), still parsed: a bad value gets the --connect error.
   auto c = run("run -s 1M -c peer:0");
   EXPECT_EQ(c.code, 2);

@@ -40,9 +40,18 @@ int cli_main(int argc, char** argv) {
                   "passes over the region are repeated until they are reached");
   run->add_option("-D,--duration", ro.duration,
                   "timed run: whole passes are repeated until this many seconds went by per size");
+  // Waiting for completions once the queue is empty: what each mode costs.
+  const std::string spin_us = std::to_string(kDefaultSpin.count());
   run->add_flag("--busy-poll", ro.busy_poll,
-                "poll the completion queue without sleeping, as perftest does (default: sleep on a "
-                "completion channel when the queue is empty)");
+                "wait for completions by polling the completion queue and never sleeping, as "
+                "perftest does: no wake-up latency, but one CPU core busy for the whole run "
+                "(default: poll for up to " + spin_us + " us, then sleep on the completion "
+                "channel: at most " + spin_us + " us of CPU per wait, a wake-up only when a "
+                "completion takes longer)");
+  run->add_flag("--no-spin", ro.no_spin,
+                "sleep on the completion channel as soon as the queue is empty: no CPU spent "
+                "polling, but a wake-up (system call and scheduler, tens of microseconds, more "
+                "on an emulated host) for every wait. Not with --busy-poll");
   run->add_flag("--report_gbits", ro.report_gbits, "print bandwidth in Gb/s instead of MiB/s (JSON keeps MB/s)");
   run->add_option("--connect", ro.connect, "HOST[:PORT] of `rxe-verify serve` (two-host run; default port 47910)");
   std::string connect_short;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "completion_wait.hpp"
+
 namespace rxv {
 
 struct PortInfo {
@@ -75,9 +77,9 @@ struct QpParams {
   int timeout = 19;   // 4.096 us * 2^19 ~ 2.1 s per try
   int retry_cnt = 7;  // 8 tries ~ 17 s before IBV_WC_RETRY_EXC_ERR
   unsigned tx_depth = 128;  // max_send_wr (and the CQ is sized for it)
-  // Wait for completions by polling the CQ without sleeping (perftest's way) instead of
-  // sleeping on the completion channel once the CQ is empty.
-  bool busy_poll = false;
+  // How poll() waits once the CQ is empty (completion_wait.hpp): spin for a bounded
+  // time, then sleep on the completion channel (default); spin only; or sleep at once.
+  WaitPolicy wait;
 };
 
 class QueuePair {

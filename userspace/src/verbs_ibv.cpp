@@ -50,7 +50,7 @@ class IbvQp final : public QueuePair {
  public:
   IbvQp(ibv_context* ctx, ibv_pd* pd, const QpParams& p, const PortInfo& port,
         const DeviceCaps& caps, std::string& err)
-      : ctx_(ctx), params_(p), port_(port), caps_(caps) {
+      : ctx_(ctx), params_(p), port_(port), caps_(caps), waiter_(p.wait, waiter_hooks()) {
     channel_.reset(ibv_create_comp_channel(ctx));
     if (!channel_) {
       err = std::string("ibv_create_comp_channel: ") + std::strerror(errno);
@@ -168,50 +168,23 @@ class IbvQp final : public QueuePair {
   }
 
   int poll(std::vector<Completion>& out, int max, std::chrono::milliseconds wait) override {
-    auto end = std::chrono::steady_clock::now() + wait;
-    while (true) {
+    auto reap = [&] {
       std::array<ibv_wc, 32> wcs{};
       int n = ibv_poll_cq(cq_.get(), std::clamp(max, 1, 32), wcs.data());
-      if (n < 0) {
-        broken_ = true;
-        return -1;
-      }
-      if (n > 0) {
-        for (int i = 0; i < n; ++i) {
-          Completion c{wcs[static_cast<std::size_t>(i)].wr_id, wcs[static_cast<std::size_t>(i)].status, ""};
-          if (c.status != IBV_WC_SUCCESS) {
-            c.status_str = ibv_wc_status_str(wcs[static_cast<std::size_t>(i)].status);
-            broken_ = true;
-          }
-          out.push_back(std::move(c));
-        }
-        return n;
-      }
-      auto now = std::chrono::steady_clock::now();
-      if (now >= end) return 0;
-      if (params_.busy_poll) continue;
-      // The CQ stays armed across calls until its event is consumed: re-arming on every
-      // call costs a system call per wake-up, and a pipeline waiting for its checker
-      // wakes often.
-      if (!armed_) {
-        if (ibv_req_notify_cq(cq_.get(), 0)) {
+      for (int i = 0; i < n; ++i) {
+        const ibv_wc& wc = wcs[static_cast<std::size_t>(i)];
+        Completion c{wc.wr_id, wc.status, ""};
+        if (c.status != IBV_WC_SUCCESS) {
+          c.status_str = ibv_wc_status_str(wc.status);
           broken_ = true;
-          return -1;
         }
-        armed_ = true;
-        continue;  // poll again: a completion may have arrived before arming
+        out.push_back(std::move(c));
       }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - now).count();
-      pollfd pfd{channel_->fd, POLLIN, 0};
-      if (::poll(&pfd, 1, static_cast<int>(std::clamp<long long>(left, 1, 200))) > 0) {
-        ibv_cq* ev_cq = nullptr;
-        void* ev_ctx = nullptr;
-        if (ibv_get_cq_event(channel_.get(), &ev_cq, &ev_ctx) == 0) {
-          ibv_ack_cq_events(ev_cq, 1);
-          armed_ = false;
-        }
-      }
-    }
+      return n;
+    };
+    int n = waiter_.wait(reap, std::chrono::steady_clock::now() + wait);
+    if (n < 0) broken_ = true;
+    return n;
   }
 
   void drain() override {
@@ -239,11 +212,27 @@ class IbvQp final : public QueuePair {
   bool broken() const override { return broken_; }
 
  private:
-  bool armed_ = false;  // ibv_req_notify_cq done, its event not yet consumed
+  // The completion waiter's system side: arm the CQ, sleep on its channel.
+  CompletionWaiter::Hooks waiter_hooks() {
+    CompletionWaiter::Hooks h;
+    h.arm = [this] { return ibv_req_notify_cq(cq_.get(), 0) == 0; };
+    h.sleep = [this](std::chrono::milliseconds max) {
+      pollfd pfd{channel_->fd, POLLIN, 0};
+      if (::poll(&pfd, 1, static_cast<int>(max.count())) <= 0) return false;
+      ibv_cq* ev_cq = nullptr;
+      void* ev_ctx = nullptr;
+      if (ibv_get_cq_event(channel_.get(), &ev_cq, &ev_ctx) != 0) return false;
+      ibv_ack_cq_events(ev_cq, 1);
+      return true;
+    };
+    return h;
+  }
+
   ibv_context* ctx_;
   QpParams params_;
   PortInfo port_;
   DeviceCaps caps_;
+  CompletionWaiter waiter_;
   ChannelPtr channel_;
   CqPtr cq_;
   QpPtr qp_;

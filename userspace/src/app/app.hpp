@@ -7,6 +7,7 @@
 // request before anything was pinned throws NotReadyError (exit 3). Progress and error
 // lines go to stderr as the command runs.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -46,6 +47,10 @@ struct RunCommandConfig {
   double duration = 0;      // -D/--duration seconds, 0 = not timed
   bool report_gbits = false;
   bool busy_poll = false;   // --busy-poll: poll the CQ without sleeping
+  bool no_spin = false;     // --no-spin: sleep as soon as the CQ is empty
+  // the default (adaptive) mode's spin before sleeping: a parameter of the library call,
+  // no command-line option sets it
+  std::chrono::microseconds spin = kDefaultSpin;
   std::uint64_t seed = 0;
   double timeout = 0;
   bool json = false, no_progress = false, force = false;

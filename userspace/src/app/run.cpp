@@ -50,7 +50,7 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   QpParams qpp;
   qpp.gid_index = dc.gid_index;
   qpp.tx_depth = cfg.tx_depth;
-  qpp.busy_poll = o.busy_poll;
+  qpp.wait = ro.wait;
   DiagContext dctx = make_diag_context(host, pi.active, cfg.two_host, rep.module);
   // the whole run's memlock need up front: the staging buffer alone would pass at 8 MiB
   // and the region fail next, and the advice must name what the run pins, not one buffer

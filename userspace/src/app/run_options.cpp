@@ -37,6 +37,11 @@ RunOptions validate_run_options(const RunCommandConfig& o, HostEnv& host) {
   cfg.op_timeout = o.timeout;
   if (o.tx_depth < 1 || o.tx_depth > 8192) usage("--tx-depth: must be 1 to 8192 work requests");
   cfg.tx_depth = o.tx_depth;
+  if (o.busy_poll && o.no_spin)
+    usage("--busy-poll and --no-spin: pick one (spin only, or sleep at once; neither: spin "
+          "briefly, then sleep)");
+  r.wait.mode = o.busy_poll ? WaitMode::BusyPoll : o.no_spin ? WaitMode::Event : WaitMode::Adaptive;
+  r.wait.spin = o.spin;
   if (o.iters == 0 || o.iters < -1 || o.iters > (1ll << 40)) usage("--iters: must be at least 1 transfer");
   if (o.iters > 0) cfg.min_transfers = static_cast<std::uint64_t>(o.iters);
   if (!(o.duration >= 0 && o.duration <= 7 * 86400.0)) usage("--duration: must be 0 to 604800 seconds");

@@ -17,12 +17,13 @@ struct RunOptions {
   RunConfig cfg;                     // everything else the engine reads
   std::string peer_host;             // --connect's host (two-host runs), else ""
   std::uint16_t port = kDefaultPort; // --connect's port
+  WaitPolicy wait;                   // --busy-poll, --no-spin, or adaptive (default)
 };
 
 // A bad option value throws UsageError; a size beyond this host's memory throws
 // UsageError (beyond MemTotal) or NotReadyError (beyond MemAvailable) unless --force.
 // The checks run in the order of the messages a user may meet first: sizes, gid index,
-// offset, mode, msg-size, split, tx-depth, iters, duration, timeout, memory, connect.
+// offset, mode, msg-size, split, tx-depth, waiting mode, iters, duration, timeout, memory, connect.
 RunOptions validate_run_options(const RunCommandConfig& o, HostEnv& host);
 
 }  // namespace rxv
