@@ -166,13 +166,16 @@ TEST(AppRun, IterationsDurationAndGbits) {
   EXPECT_THROW(run_command(o, prov, host), UsageError);
 }
 
-TEST(AppRun, WaitingModeReachesTheQueuePairs) {
+TEST(AppRun, WaitingModeReachesTheQueuePairsAndTheReport) {
   struct Case {
     bool busy_poll, no_spin;
     WaitMode mode;
+    const char* json_mode;
+    nlohmann::json spin_us;
   };
-  for (const Case& k : {Case{false, false, WaitMode::Adaptive}, Case{true, false, WaitMode::BusyPoll},
-                        Case{false, true, WaitMode::Event}}) {
+  for (const Case& k : {Case{false, false, WaitMode::Adaptive, "adaptive", kDefaultSpin.count()},
+                        Case{true, false, WaitMode::BusyPoll, "busy_poll", nullptr},
+                        Case{false, true, WaitMode::Event, "event", 0}}) {
     FakeControl c;
     FakeProvider prov(c);
     FakeHost host;
@@ -180,9 +183,11 @@ TEST(AppRun, WaitingModeReachesTheQueuePairs) {
     o.busy_poll = k.busy_poll;
     o.no_spin = k.no_spin;
     Outcome out = run_command(o, prov, host);
-    EXPECT_EQ(out.exit, kExitPass) << to_string(k.mode);
-    EXPECT_EQ(c.created_wait.mode, k.mode) << to_string(k.mode);
-    EXPECT_EQ(c.created_wait.spin, kDefaultSpin) << to_string(k.mode);
+    EXPECT_EQ(out.exit, kExitPass) << k.json_mode;
+    EXPECT_EQ(c.created_wait.mode, k.mode) << k.json_mode;
+    EXPECT_EQ(c.created_wait.spin, kDefaultSpin) << k.json_mode;
+    EXPECT_EQ(out.report["completion_wait"]["mode"], k.json_mode);
+    EXPECT_EQ(out.report["completion_wait"]["spin_us"], k.spin_us) << k.json_mode;
   }
   // the spin is a parameter of the run (the default mode's only)
   FakeControl c;
@@ -190,8 +195,13 @@ TEST(AppRun, WaitingModeReachesTheQueuePairs) {
   FakeHost host;
   auto o = small_run({"64K"});
   o.spin = std::chrono::microseconds(200);
-  run_command(o, prov, host);
+  Outcome out = run_command(o, prov, host);
   EXPECT_EQ(c.created_wait.spin, std::chrono::microseconds(200));
+  EXPECT_EQ(out.report["completion_wait"]["spin_us"], 200);
+  // an environment failure's report says it too
+  c.port_active = false;
+  o.no_spin = true;
+  EXPECT_EQ(run_command(o, prov, host).report["completion_wait"]["mode"], "event");
 }
 
 TEST(AppRun, BusyPollAndNoSpinExcludeEachOther) {

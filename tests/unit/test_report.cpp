@@ -83,6 +83,16 @@ TEST(Report, TopLevelAndVerdicts) {
   EXPECT_TRUE(to_json(e)["device"].is_null());
 }
 
+TEST(Report, CompletionWaitMode) {
+  RunReport r;
+  EXPECT_EQ(to_json(r)["completion_wait"],
+            nlohmann::json({{"mode", "adaptive"}, {"spin_us", kDefaultSpin.count()}}));
+  r.completion_wait.mode = WaitMode::Event;
+  EXPECT_EQ(to_json(r)["completion_wait"], nlohmann::json({{"mode", "event"}, {"spin_us", 0}}));
+  r.completion_wait.mode = WaitMode::BusyPoll;
+  EXPECT_EQ(to_json(r)["completion_wait"], nlohmann::json({{"mode", "busy_poll"}, {"spin_us", nullptr}}));
+}
+
 TEST(Report, TableMentionsEverySize) {
   RunReport r;
   r.device = "rxe0";

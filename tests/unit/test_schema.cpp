@@ -108,6 +108,14 @@ TEST(Schema, RunReports) {
     FakeHost host;
     expect_valid("run-not-ready", run_command(small_run({"64K"}), prov, host));
   }
+  for (int mode = 0; mode < 2; ++mode) {  // the waiting modes' completion_wait shapes
+    FakeControl c;
+    FakeProvider prov(c);
+    FakeHost host;
+    auto o = small_run({"64K"});
+    (mode == 0 ? o.busy_poll : o.no_spin) = true;
+    expect_valid(mode == 0 ? "run-busy-poll" : "run-no-spin", run_command(o, prov, host));
+  }
 }
 
 TEST(Schema, DoctorReports) {
@@ -183,6 +191,18 @@ TEST(Schema, AMissingOrMistypedFieldIsRejected) {
   auto bad_verdict = j;
   bad_verdict["verdict"] = "passed";
   EXPECT_EQ(validate(write("broken-verdict", bad_verdict)), 1);
+  auto no_wait = j;
+  no_wait.erase("completion_wait");
+  EXPECT_EQ(validate(write("broken-no-completion-wait", no_wait)), 1);
+  auto wait_mode = j;
+  wait_mode["completion_wait"]["mode"] = "spin";
+  EXPECT_EQ(validate(write("broken-wait-mode", wait_mode)), 1);
+  auto busy_spin = j;  // busy_poll has no spin bound
+  busy_spin["completion_wait"] = {{"mode", "busy_poll"}, {"spin_us", 50}};
+  EXPECT_EQ(validate(write("broken-busy-poll-spin", busy_spin)), 1);
+  auto event_spin = j;  // the event mode does not spin
+  event_spin["completion_wait"] = {{"mode", "event"}, {"spin_us", 50}};
+  EXPECT_EQ(validate(write("broken-event-spin", event_spin)), 1);
   auto no_envelope = j;
   no_envelope.erase("schema_version");
   EXPECT_EQ(validate(write("broken-envelope", no_envelope)), 1);

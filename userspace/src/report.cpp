@@ -138,6 +138,12 @@ nlohmann::json to_json(const ModuleIdentity& m) {
           {"installed_rxe_kvfix", or_null(m.installed)}};
 }
 
+nlohmann::json to_json(const WaitPolicy& w) {
+  nlohmann::json spin = nullptr;
+  if (w.mode != WaitMode::BusyPoll) spin = w.spin_bound().count();
+  return {{"mode", to_string(w.mode)}, {"spin_us", spin}};
+}
+
 nlohmann::json to_json(const RunReport& r) {
   nlohmann::json j = json_envelope(r.command);
   j.update({
@@ -147,6 +153,7 @@ nlohmann::json to_json(const RunReport& r) {
       {"transport", r.transport},
       {"gid_index", r.gid_index},
       {"seed", r.seed},
+      {"completion_wait", to_json(r.completion_wait)},
       {"results", nlohmann::json::array()},
       {"error", nullptr},
       {"verdict", r.verdict}});

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "completion_wait.hpp"
 #include "diagnosis.hpp"
 #include "plan.hpp"
 
@@ -96,6 +97,7 @@ struct RunReport {
   std::string transport = "loopback";  // or "tcp HOST:PORT"
   int gid_index = -1;
   std::uint64_t seed = 0;
+  WaitPolicy completion_wait;  // how the QPs waited for completions
   std::vector<SizeResult> results;
   std::optional<Diagnosis> error;  // environment failure before any size ran
   Verdict verdict = Verdict::Skip;  // pass | fail | skip | not_ready
@@ -112,6 +114,9 @@ nlohmann::json json_envelope(const std::string& command);
 nlohmann::json to_json(const ModuleIdentity& m);
 nlohmann::json to_json(const Diagnosis& d);
 nlohmann::json to_json(const SizeResult& s);
+// {mode: "adaptive"|"busy_poll"|"event", spin_us: the spin before sleeping (0 in the
+// event mode), null in busy_poll (it spins until a completion or the deadline)}
+nlohmann::json to_json(const WaitPolicy& w);
 nlohmann::json to_json(const RunReport& r);
 // gbits: the bandwidth block in Gb/s (perftest's --report_gbits) instead of MiB/s.
 std::string to_table(const RunReport& r, bool gbits = false);

@@ -26,6 +26,7 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   rep.kernel = host.kernel();
   rep.module = host.module();
   rep.seed = cfg.seed;
+  rep.completion_wait = ro.wait;
   rep.transport = cfg.two_host ? "tcp " + peer_host + ":" + std::to_string(port) : "loopback";
   auto env_fail = [&](const SetupFailure& f) { return setup_failed("run", f, rep); };
   auto fail = [&](const std::string& cause, const std::string& summary) {
