@@ -89,7 +89,7 @@ uninstall:
 # is whole (kmod/ is what DKMS runs: a partial copy fails late and obscurely).
 TREE_FILES := dkms.conf kmod/rxe-kvfix-prepare kmod/rxe-kvfix-fetch kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck \
 	kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/rxe-kvfix-kernel-hook kmod/rxe-kvfix.conf \
-	kmod/rxe-kvfix-boot.service
+	kmod/rxe-kvfix-boot.service kmod/rxe-kvfix-fetch@.service
 
 check-tree:
 	@for f in $(TREE_FILES); do [[ -f "$(CURDIR)/$$f" ]] || { \
@@ -124,15 +124,17 @@ HOOK_LINKS := $(DESTDIR)/etc/kernel/postinst.d/dkms-rxe-kvfix $(DESTDIR)/etc/ker
 CONF_FILE := $(DESTDIR)/etc/$(PACKAGE)/rxe-kvfix.conf
 SYSTEMD_UNITDIR ?= /usr/lib/systemd/system
 BOOT_UNIT := $(DESTDIR)$(SYSTEMD_UNITDIR)/rxe-kvfix-boot.service
+FETCH_UNIT := $(DESTDIR)$(SYSTEMD_UNITDIR)/rxe-kvfix-fetch@.service
 hooks-install:
 	install -D -m 0755 kmod/rxe-kvfix-kernel-hook "$(HOOK)"
 	@for l in $(HOOK_LINKS); do install -d "$$(dirname "$$l")"; ln -sfn /usr/lib/$(PACKAGE)/rxe-kvfix-kernel-hook "$$l"; done
 	@[[ -e "$(CONF_FILE)" ]] || install -D -m 0644 kmod/rxe-kvfix.conf "$(CONF_FILE)"
 	install -D -m 0644 kmod/rxe-kvfix-boot.service "$(BOOT_UNIT)"
+	install -D -m 0644 kmod/rxe-kvfix-fetch@.service "$(FETCH_UNIT)"
 
 hooks-uninstall:
 	@if [[ -z "$(DESTDIR)" ]] && command -v systemctl >/dev/null; then systemctl disable -q rxe-kvfix-boot.service 2>/dev/null || true; fi
-	rm -f $(HOOK_LINKS) "$(HOOK)" "$(BOOT_UNIT)"
+	rm -f $(HOOK_LINKS) "$(HOOK)" "$(BOOT_UNIT)" "$(FETCH_UNIT)"
 	rmdir "$(DESTDIR)/usr/lib/$(PACKAGE)" 2>/dev/null || true
 	@if [[ -f "$(CONF_FILE)" ]] && cmp -s kmod/rxe-kvfix.conf "$(CONF_FILE)"; then rm -f "$(CONF_FILE)"; rmdir "$$(dirname "$(CONF_FILE)")" 2>/dev/null || true; fi
 

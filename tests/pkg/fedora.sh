@@ -14,6 +14,10 @@
 #   4. rpm -e: the in-tree module back, nothing of ours left
 #   5. negative: the root without its source RPMs: rpm -i succeeds, DKMS fails
 #      with the one-line dnf remedy, the in-tree module stays
+#   6. the source RPM from a dnf repository (dnf5, createrepo-c), fetched after
+#      the transaction by rxe-kvfix-fetch@.service in the root booted with
+#      systemd-nspawn; the repository unreachable; the boot repair
+#      (tests/pkg/fedora-fetch.sh)
 #
 #   fedora.sh --rpms DIR --bump-rpms DIR [--quick]
 #
@@ -104,9 +108,14 @@ if step install /root/rpms "${specA[@]}"; then
 	step rpm-upgrade /root/rpms-bump "${specA[@]}" || true
 	step kernel-upgrade "$B" || true
 	step erase "$A" "$B" ${U:+"$U"} || true
-	# 5. the same root without its source RPMs
-	rm -f "$MNT"/var/cache/rxe-kvfix/sources/kernel-*.src.rpm
+	# 5. the same root without its source RPMs (kept aside for 6's repository)
+	mkdir -p "$MNT/srv/rxe-srpms"
+	mv "$MNT"/var/cache/rxe-kvfix/sources/kernel-*.src.rpm "$MNT/srv/rxe-srpms/"
 	step negative /root/rpms "$A" || true
+	# 6. B's source RPM from a dnf repository, outside the transaction
+	t=$SECONDS
+	"$HERE/fedora-fetch.sh" "$MNT" /root/rpms "$B" || rc=1
+	echo "--- Fedora-shaped dnf-fetch: $((SECONDS - t)) s"
 fi
 [[ -z ${RXE_RESULTS:-} || ! -f $MNT/root/results.tsv ]] || cat "$MNT/root/results.tsv" >>"$RXE_RESULTS"
 echo "--- Fedora-shaped total: $((SECONDS - T0)) s"
