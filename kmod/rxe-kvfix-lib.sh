@@ -238,3 +238,41 @@ rxe_kvfix_tar_filter() {
 rxe_kvfix_rxe_diff() {
 	awk '/^diff / { keep = index($0, "drivers/infiniband/sw/rxe/") > 0 } keep { print }'
 }
+
+# rxe_kvfix_srpm_unpack SRPM DIR: the kernel tarball (linux-*.tar.*) and the
+# distribution patches (patch-*.patch) of source RPM SRPM into DIR. On failure
+# prints the first error line and returns 1. Through a file, not a pipe: cpio
+# stops reading at the archive's trailer, so a write rpm2cpio makes after it
+# (rpm 6.1 pads its last block past the trailer) would fail on a closed pipe.
+# rpm2cpio of rpm 6.1 names the entries ./linux-..., that of rpm 4.18 linux-...
+rxe_kvfix_srpm_unpack() {
+	local srpm=$1 dir=$2 rc=0
+	mkdir -p "$dir"
+	if ! rpm2cpio "$srpm" >"$dir/.srpm.cpio" 2>"$dir/.srpm.err" ||
+		! (cd "$dir" && cpio -idm --quiet 'linux-*.tar.*' './linux-*.tar.*' 'patch-*.patch' './patch-*.patch' \
+			<"$dir/.srpm.cpio" 2>>"$dir/.srpm.err"); then
+		head -n1 "$dir/.srpm.err"
+		rc=1
+	fi
+	rm -f "$dir/.srpm.cpio" "$dir/.srpm.err"
+	return "$rc"
+}
+
+# rxe_kvfix_srpm_rxe_patches DIR TARGET STRIP: apply the rxe part of each
+# DIR/patch-*.patch (Fedora's one distribution patch) to TARGET with patch
+# -pSTRIP (1 for a tree's top, 5 for the rxe directory itself). Prints the name
+# of each patch applied; returns 1 after printing the name of one that does not
+# apply.
+rxe_kvfix_srpm_rxe_patches() {
+	local dir=$1 target=$2 strip=$3 p diff
+	for p in "$dir"/patch-*.patch; do
+		[[ -f $p ]] || continue
+		diff=$(rxe_kvfix_rxe_diff <"$p")
+		[[ -n $diff ]] || continue
+		if ! patch -d "$target" -p"$strip" --batch --forward --no-backup-if-mismatch -s <<<"$diff" >/dev/null; then
+			basename "$p"
+			return 1
+		fi
+		basename "$p"
+	done
+}
