@@ -161,3 +161,18 @@ SPEC
 		{ echo "rpmbuild -bs of kernel-$up failed: $(tail -n1 "$d/rpmbuild.log")" >&2; return 1; }
 	find "$d/rpm/SRPMS" -name "kernel-$up-200.fc44*.src.rpm" | head -n1
 }
+
+# --- a kernel "installed from a Debian package", without its source --------------
+# t_fake_headers_deb RELEASE VERSION: installs an empty linux-headers-RELEASE of
+# VERSION (made here with dpkg-deb), which is all rxe-kvfix-prepare reads to learn a
+# Debian kernel's package version (the kmod stage's fetch cases). Remove it with
+# dpkg -P linux-headers-RELEASE.
+t_fake_headers_deb() {
+	local d
+	d=$(mktemp -d /tmp/rxe-fakehdr.XXXXXX)
+	mkdir -p "$d/pkg/DEBIAN"
+	printf 'Package: linux-headers-%s\nVersion: %s\nArchitecture: all\nMaintainer: rxe-kvfix tests <root@localhost>\nDescription: rxe-kvfix test: a kernel without its source here\n' \
+		"$1" "$2" >"$d/pkg/DEBIAN/control"
+	dpkg-deb -b "$d/pkg" "$d/h.deb" >/dev/null && dpkg -i "$d/h.deb" >/dev/null
+	rm -rf "$d"
+}

@@ -25,16 +25,6 @@ CACHE=/var/cache/rxe-kvfix/sources
 rm -rf "$CACHE"
 mkdir -p "$CACHE"
 
-# fake_headers RELEASE VERSION: a kernel "installed from a Debian package" of
-# VERSION, as prepare finds one (its headers package, made here, holds nothing)
-fake_headers() {
-	local d=/tmp/fakehdr-$1
-	mkdir -p "$d/DEBIAN"
-	printf 'Package: linux-headers-%s\nVersion: %s\nArchitecture: all\nMaintainer: rxe-kvfix tests <root@localhost>\nDescription: rxe-kvfix test: a kernel without its source here\n' \
-		"$1" "$2" >"$d/DEBIAN/control"
-	dpkg-deb -b "$d" "$d.deb" >/dev/null && dpkg -i "$d.deb" >/dev/null
-}
-
 re() { local s=${1//./[.]}; printf '%s\n' "${s//+/[+]}"; } # a kernel release as an ERE matching it
 
 # run_case NAME WANT_RC PATTERN CMD...: CMD exits WANT_RC (fail = any non-zero)
@@ -71,7 +61,7 @@ printf 'Types: deb\nURIs: %s\nSuites: trixie-backports\nComponents: main\nSigned
 # mirror serves its upstream tarball, not Debian's part (404), and the provenance
 # says so. Classified from it by prepare, as a DKMS build would.
 K1=7.1.13+deb13-amd64 V1=7.1.13-1~bpo13+1
-fake_headers "$K1" "$V1"
+t_fake_headers_deb "$K1" "$V1"
 run_case "source archive: $K1 ($V1) fetched and classified (no linux-source-7.1 package)" 0 \
 	"^$(re "$K1") affected-kzalloc_objs fetch\$" "$PREP" --classify --out /tmp/out1 "$K1"
 kept=$CACHE/linux-7.1.13.tar.xz
@@ -91,7 +81,7 @@ if [[ ! -e $kept && ! -e $kept.provenance ]]; then t_pass; else t_fail "left: $(
 
 # 2. a version the archive no longer serves: listed in the index, its files 404
 K2=7.0.13+deb14-amd64 V2=7.0.13-1
-fake_headers "$K2" "$V2"
+t_fake_headers_deb "$K2" "$V2"
 run_case "source archive: a version whose files the archive no longer serves (404): one line" fail \
 	"error: no source of kernel $(re "$K2") here and the download failed: apt-get source linux=$V2 failed \\(linux_7\\.0\\.13\\.orig\\.tar\\.xz: 404 Not Found\\); put the kernel's source tarball in $CACHE/ as linux-7\\.0\\.13\\.tar\\.xz" \
 	"$PREP" --out /tmp/out2 "$K2"
@@ -154,7 +144,7 @@ printf 'Types: deb\nURIs: file:%s\nSuites: ./\nTrusted: yes\n' "$R" >/etc/apt/so
 
 # 3. Debian's patches: the one touching rxe applied to the kept source, the other not
 K3=9.8.1-rxetest
-fake_headers "$K3" 9.8.1-1
+t_fake_headers_deb "$K3" 9.8.1-1
 run_case "local repository: Debian's patches of the source package: the rxe one applied" 0 \
 	"^$K3 affected-kzalloc_objs fetch\$" "$PREP" --classify --out /tmp/out3 "$K3"
 kept=$CACHE/linux-source-9.8_9.8.1-1.tar.xz
@@ -177,7 +167,7 @@ dpkg -P "linux-headers-$K3" >/dev/null
 
 # 4. a file that does not match the signed index: apt refuses it, nothing kept
 K4=9.8.2-rxetest
-fake_headers "$K4" 9.8.2-1
+t_fake_headers_deb "$K4" 9.8.2-1
 run_case "local repository: a file whose hash does not match the index: refused, one line" fail \
 	"error: no source of kernel $K4 here and the download failed: apt-get source linux=9\\.8\\.2-1 failed \\(linux_9\\.8\\.2\\.orig\\.tar\\.xz: Hash Sum mismatch.*\\); put the kernel's source tarball in $CACHE/" \
 	"$PREP" --out /tmp/out4 "$K4"

@@ -144,9 +144,7 @@ else
 fi
 # F4. a version the archive does not serve: a kernel "9.9.9-rxetest" whose headers
 # package (made here) says 9.9.9-1; prepare itself, no DKMS
-mkdir -p /tmp/fakehdr/DEBIAN
-printf 'Package: linux-headers-9.9.9-rxetest\nVersion: 9.9.9-1\nArchitecture: all\nMaintainer: rxe-kvfix tests <root@localhost>\nDescription: rxe-kvfix test: a kernel whose source no archive serves\n' >/tmp/fakehdr/DEBIAN/control
-dpkg-deb -b /tmp/fakehdr /tmp/fakehdr.deb >/dev/null && dpkg -i /tmp/fakehdr.deb >/dev/null
+t_fake_headers_deb 9.9.9-rxetest 9.9.9-1
 expect "fetch: a version the archive does not serve: refused with the line" fail \
 	"the archive this host's apt knows serves neither linux-source-9.9=9.9.9-1 nor the source package linux 9.9.9-1; put the kernel's source tarball in $CACHE/ as linux-9.9.9.tar.xz" \
 	"$PREP" --out /tmp/out9 9.9.9-rxetest
