@@ -151,7 +151,7 @@ dkms-install: check-tree
 	@rc=0; dkms install -m $(PACKAGE) -v $(VERSION) -k "$(KVER)" || rc=$$?; \
 	status=/var/lib/$(PACKAGE)/status/$(KVER); \
 	if [[ $$rc == 77 ]] && grep -qx 'state=failed' "$$status" 2>/dev/null; then \
-		echo "make: rxe-kvfix was not built for $(KVER): $$(sed -n 's/^message=//p' "$$status") ($$status)" >&2; exit 1; fi; \
+		kmod/rxe-kvfix-kernel-hook report "$(KVER)"; exit 1; fi; \
 	if [[ $$rc == 77 ]]; then echo "make: DKMS skipped $(KVER): it does not need rxe-kvfix (see /var/lib/dkms/$(PACKAGE)/$(VERSION)/build/make.log)"; exit 0; fi; \
 	exit $$rc
 

@@ -275,7 +275,7 @@ negative)
 	run rpm -i "$RPMDIR"/rxe-kvfix-dkms-*.noarch.rpm || rc=$?
 	if ((rc == 0)) && rpm -q rxe-kvfix-dkms >/dev/null &&
 		grep -q "rxe-kvfix-dkms: warning: DKMS could not build rdma_rxe for $K" <<<"$OUT" &&
-		grep -q "^rxe-kvfix-dkms: no source of kernel $K found.*; dnf download --srpm kernel-" <<<"$OUT"; then
+		grep -q "^rxe-kvfix: kernel $K: NOT BUILT, .*: no source of kernel $K found.*; dnf download --srpm kernel-" <<<"$OUT"; then
 		t_pass
 		grep "$K" <<<"$OUT" | sed 's/^/     /'
 	else
