@@ -8,20 +8,28 @@
 # systemd with systemd-nspawn, so rxe-kvfix-fetch@.service runs as a unit would.
 #   1. rpm -i rxe-kvfix-dkms with dnf present: %post (inside the transaction) does
 #      not run dnf; the kernel's line says the source comes after the transaction
-#   2. booted: `kernel-install add B` exits 0 with every plugin after ours run;
-#      rxe-kvfix-fetch@B.service (started --no-block by our plugin) runs
-#      dnf5 download --srpm from the repository, and rxe-kvfix is built into /extra
+#   2. booted: `dnf5 install kernel-N-V-R` of a stand-in kernel package whose
+#      %posttrans runs kernel-install add B (as Fedora's kernel-core does) exits 0
+#      with every plugin after ours run; rxe-kvfix-fetch@B.service (started
+#      --no-block by our plugin) waits for the transaction to end, then runs
+#      dnf5 download --srpm from the repository; rxe-kvfix is built into /extra
 #   3. the repository unreachable: kernel-install add still exits 0, later plugins
 #      ran, the unit's failure recorded in one line; the repository back,
 #      rxe-kvfix-boot.service repairs it (told which kernel is "booted" with
 #      RXE_KVFIX_RELEASE: a container runs the host's kernel)
+#   4. bad source RPMs from dnf (rxe-kvfix-fetch --fedora, the unit's fetch): a
+#      corrupt one and a truncated one the repository's metadata vouches for
+#      (rpmkeys --checksig refuses them), a truncated one the metadata does not
+#      describe (dnf or rpmkeys refuses it), one signed with a key rpm does not trust
+#      (signature NOT OK), then the same with the key imported (accepted): each
+#      failure one line naming what to do, nothing kept in the cache
 #
 #   fedora-fetch.sh MNT RPMDIR B
 #
 # MNT: the Fedora-shaped overlay (fedora-shape.sh), with the checkout at
 # /root/rxe-kvfix and B's kernel-devel in place; RPMDIR (inside MNT): the
 # rxe-kvfix-dkms RPM. Needs systemd-nspawn (tests/host-deps) and the network
-# (apt-get install dnf5 createrepo-c in the overlay). Cost: about 3 minutes.
+# (apt-get install dnf5 createrepo-c in the overlay). Cost: about 3 to 4 minutes.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -55,6 +63,7 @@ LEADER=''
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	if [[ -n $LEADER ]]; then kill -TERM "$LEADER" 2>/dev/null || true; sleep 3; kill -KILL "$LEADER" 2>/dev/null || true; fi
+	gpgconf --homedir "$W/gnupg" --kill gpg-agent >/dev/null 2>&1 || true
 	rm -rf "$W"
 }
 rxe_on_exit cleanup
@@ -64,8 +73,10 @@ cp "$SRPM" "$MNT$R/source/"
 # the binary package dnf download --srpm starts from (Fedora's repositories have
 # kernel-N-V-R.x86_64 beside the source RPM)
 ver=${NVR%%-*} rel=${NVR#*-}
-printf 'Name: kernel\nVersion: %s\nRelease: %s\nSummary: rxe-kvfix test: stands for Fedora kernel %s in a Fedora-shaped repository\nLicense: GPL-2.0-only\nBuildArch: noarch\n%%description\nrxe-kvfix test package (Fedora-shaped, simulated).\n%%files\n' \
-	"$ver" "$rel" "$NVR" >"$W/rpm/SPECS/kernel.spec"
+# and whose %posttrans runs kernel-install as Fedora's kernel-core does (-v added
+# so that the test sees which plugins ran)
+printf 'Name: kernel\nVersion: %s\nRelease: %s\nSummary: rxe-kvfix test: stands for Fedora kernel %s in a Fedora-shaped repository\nLicense: GPL-2.0-only\nBuildArch: noarch\n%%description\nrxe-kvfix test package (Fedora-shaped, simulated).\n%%posttrans\n/usr/bin/kernel-install -v add %s /lib/modules/%s/vmlinuz || exit $?\n%%files\n' \
+	"$ver" "$rel" "$NVR" "$B" "$B" >"$W/rpm/SPECS/kernel.spec"
 if out=$( {
 	rpmbuild -bb --define "_topdir $W/rpm" --define '_build_id_links none' "$W/rpm/SPECS/kernel.spec" &&
 		cp "$W"/rpm/RPMS/noarch/kernel-*.rpm "$MNT$R/x86_64/" &&
@@ -87,7 +98,7 @@ echo 44 >"$MNT/etc/dnf/vars/releasever"
 t_start "$F: rpm -i rxe-kvfix-dkms with dnf present: %post runs no dnf, says the source comes after the transaction"
 rc=0
 out=$(in_mnt rpm -i "$RPMDIR"/rxe-kvfix-dkms-*.noarch.rpm 2>&1) || rc=$?
-if ((rc == 0)) && grep -q "rxe-kvfix-dkms: no source of kernel $B found.*downloaded once this package transaction is over (rxe-kvfix-fetch@$B.service)" <<<"$out" &&
+if ((rc == 0)) && grep -q "^rxe-kvfix: kernel $B: NOT BUILT, .*no source of kernel $B found.*downloaded once this package transaction is over (rxe-kvfix-fetch@$B.service)" <<<"$out" &&
 	! pgrep -x dnf5 >/dev/null; then
 	t_pass
 	grep "$B" <<<"$out" | grep -v '^rxe-kvfix-dkms: warning' | sed 's/^/     /' | cut -c1-260
@@ -137,10 +148,11 @@ plugins_after_ours() { # OUT: the plugins after 41-rxe-kvfix that kernel-install
 	grep -oE '/[0-9]{2}-[a-z0-9-]+\.install' <<<"$1" | sed 's#^/##' | sort -u | awk -F- '$1 > 41' | tr '\n' ' '
 }
 
-# --- 2. kernel-install add: the unit fetches and builds ------------------------
-t_start "$F: kernel-install add $B exits 0, every plugin after ours runs, our plugin starts rxe-kvfix-fetch@$B.service"
+# --- 2. dnf install of the kernel: the unit fetches and builds after it ----------
+t_start "$F: dnf5 install kernel-$NVR: its %posttrans kernel-install add $B exits 0, every plugin after ours runs, ours starts rxe-kvfix-fetch@$B.service"
 t0=$SECONDS rc=0 since=$(started "$UNIT")
-out=$(in_ct kernel-install -v add "$B" "/lib/modules/$B/vmlinuz" 2>&1) || rc=$?
+out=$(in_ct dnf5 -y install "kernel-$NVR" 2>&1) || rc=$?
+dnf_end=$(date +%s)
 later=$(plugins_after_ours "$out")
 if ((rc == 0)) && [[ -n $later ]] && grep -q "rxe-kvfix: kernel $B: its source is fetched and rxe-kvfix built in the background" <<<"$out"; then
 	t_pass
@@ -149,16 +161,19 @@ else
 	t_fail "exit $rc, later plugins '$later': $(tr '\n' ' ' <<<"$out" | cut -c1-1500)"
 fi
 wait_unit "$UNIT" "$since"
-t_start "$F: rxe-kvfix-fetch@$B.service: dnf5 download --srpm kernel-$UP from the repository, rxe-kvfix built into /extra"
-prov=$(cat "$MNT/var/cache/rxe-kvfix/sources/kernel-$UP.rxe.tar.xz.provenance" 2>/dev/null || true)
+t_start "$F: rxe-kvfix-fetch@$B.service: after dnf5's transaction, dnf5 download --srpm kernel-$UP from the repository, rxe-kvfix built into /extra"
+PROV=$MNT/var/cache/rxe-kvfix/sources/kernel-$UP.rxe.tar.xz.provenance
+prov=$(cat "$PROV" 2>/dev/null || true)
+kept_at=$(stat -c %Y "$PROV" 2>/dev/null || echo 0)
 journal=$(in_ct journalctl -q -o cat -u 'rxe-kvfix-fetch@*' 2>/dev/null || true)
 if [[ $(field "$B" state) == built && -n $(find "$MNT/lib/modules/$B/extra" -name 'rdma_rxe.ko*' 2>/dev/null) ]] &&
-	grep -q "^file=kernel-$NVR.src.rpm" <<<"$prov" && grep -q '^verified=dnf5' <<<"$prov"; then
+	grep -q "^file=kernel-$NVR.src.rpm" <<<"$prov" && grep -q '^verified=dnf5' <<<"$prov" && ((kept_at >= dnf_end)); then
 	t_pass
-	echo "     $((SECONDS - t0)) s from kernel-install add to the module; $(grep -ho 'origin=dnf .*' "$MNT"/var/lib/dkms/rxe-kvfix/*/"$B"/*/log/make.log 2>/dev/null | head -n1)"
-	echo "     $(grep '^verified=' <<<"$prov")"
+	echo "     $((SECONDS - t0)) s from dnf5 install to the module; $(grep -ho 'origin=dnf .*' "$MNT"/var/lib/dkms/rxe-kvfix/*/"$B"/*/log/make.log 2>/dev/null | head -n1)"
+	echo "     $(grep '^verified=' <<<"$prov"); source kept $((kept_at - dnf_end)) s after dnf5 install returned"
+	grep -m1 'waiting for the package transaction' <<<"$journal" | sed 's/^/     unit: /' || true
 else
-	t_fail "state '$(field "$B" state)': $(field "$B" message | cut -c1-200); journal: $(tail -n4 <<<"$journal" | tr '\n' ' ' | cut -c1-300)"
+	t_fail "kept at $kept_at, dnf5 returned at $dnf_end; state '$(field "$B" state)': $(field "$B" message | cut -c1-200); journal: $(tail -n4 <<<"$journal" | tr '\n' ' ' | cut -c1-300)"
 fi
 
 # --- 3. the repository unreachable, then the repair at boot ---------------------
@@ -195,6 +210,74 @@ if [[ $(field "$B" state) == built && -n $(find "$MNT/lib/modules/$B/extra" -nam
 else
 	t_fail "state '$(field "$B" state)': $(field "$B" message | cut -c1-300)"
 fi
+
+# --- 4. bad source RPMs ---------------------------------------------------------
+FETCH=/usr/src/rxe-kvfix-$V/kmod/rxe-kvfix-fetch
+SRC=$MNT$R/source
+cp "$SRC/kernel-$NVR.src.rpm" "$W/good.src.rpm"
+# serve FILE [stale]: FILE as the repository's kernel-NVR.src.rpm, its metadata
+# made again (or, with stale, left describing the good one)
+serve() {
+	cp "$1" "$SRC/kernel-$NVR.src.rpm"
+	[[ ${2:-} == stale ]] || in_mnt createrepo_c -q --update "$R/source" >/dev/null
+	in_ct dnf5 -q clean all >/dev/null 2>&1 || true
+}
+# bad_case NAME FILE [stale] PATTERN: the fetch fails with one line matching
+# PATTERN and keeps nothing
+bad_case() {
+	local name=$1 file=$2 stale='' pat
+	if (($# == 4)); then stale=$3 pat=$4; else pat=$3; fi
+	t_start "$F: bad input, $name: rxe-kvfix-fetch --fedora fails in one line, nothing kept"
+	serve "$file" "$stale"
+	rm -rf "$MNT/var/tmp/rxe-bad-cache"
+	local rc=0 out lines
+	out=$(in_ct "$FETCH" -q --fedora --cache /var/tmp/rxe-bad-cache "$B" "$UP" 2>&1) || rc=$?
+	lines=$(grep -c '^rxe-kvfix-fetch: error:' <<<"$out" || true)
+	if ((rc == 1)) && [[ $lines == 1 ]] && grep -qE "$pat" <<<"$out" &&
+		[[ -z $(find "$MNT/var/tmp/rxe-bad-cache" -type f 2>/dev/null) ]]; then
+		t_pass
+		echo "     $(grep '^rxe-kvfix-fetch: error:' <<<"$out" | sed -E 's#/srv/[^ ]*#<repo>#g' | cut -c1-400)"
+	else
+		t_fail "exit $rc, $lines error line(s): $(tail -n3 <<<"$out" | tr '\n' ' ' | cut -c1-600); kept: $(find "$MNT/var/tmp/rxe-bad-cache" -type f 2>/dev/null | tr '\n' ' ')"
+	fi
+}
+size=$(stat -c %s "$W/good.src.rpm")
+cp "$W/good.src.rpm" "$W/corrupt.src.rpm"
+printf 'rxe-kvfix-test-corruption' | dd of="$W/corrupt.src.rpm" bs=1 seek=$((size / 2)) conv=notrunc status=none
+head -c $((size * 2 / 3)) "$W/good.src.rpm" >"$W/truncated.src.rpm"
+bad_case "a corrupt source RPM the metadata vouches for" "$W/corrupt.src.rpm" "fails rpmkeys --checksig .*NOT OK.*dnf download --srpm kernel-$UP"
+bad_case "a truncated source RPM the metadata vouches for" "$W/truncated.src.rpm" "kernel-$NVR.src.rpm (fails rpmkeys --checksig|cannot unpack).*dnf download --srpm kernel-$UP"
+# dnf5 copies a file:// repository's package without checking it against the
+# metadata (seen here), so rpmkeys is what refuses it; over http dnf refuses it
+bad_case "a truncated source RPM the metadata does not describe" "$W/truncated.src.rpm" stale "(dnf5 download --srpm kernel-$UP failed|kernel-$NVR.src.rpm fails rpmkeys --checksig).*dnf download --srpm kernel-$UP"
+# a signature by a key this rpm database does not hold: made on the host (gpg,
+# rpmsign), checked by the root's rpm
+GH=$W/gnupg
+mkdir -m 700 "$GH"
+if gpg --batch -q --homedir "$GH" --pinentry-mode loopback --passphrase '' --quick-gen-key 'rxe-kvfix test key <rxe-kvfix-test@invalid>' rsa2048 sign never 2>"$W/gpg.err" &&
+	cp "$W/good.src.rpm" "$W/signed.src.rpm" &&
+	rpmsign --define "__gpg $(command -v gpg)" --define "_gpg_path $GH" --define '_gpg_name rxe-kvfix test key' \
+		--addsign "$W/signed.src.rpm" </dev/null >"$W/sign.log" 2>&1; then
+	bad_case "a source RPM signed with a key rpm does not trust" "$W/signed.src.rpm" "fails rpmkeys --checksig .*SIGNATURES NOT OK"
+	gpg --batch -q --homedir "$GH" --armor --export >"$MNT/var/tmp/rxe-test-key.asc"
+	t_start "$F: the same source RPM with its key imported (rpmkeys --import): fetched, the provenance says its signature is OK"
+	rm -rf "$MNT/var/tmp/rxe-bad-cache"
+	rc=0
+	out=$(in_ct sh -c "rpmkeys --import /var/tmp/rxe-test-key.asc && $FETCH -q --fedora --cache /var/tmp/rxe-bad-cache $B $UP" 2>&1) || rc=$?
+	prov=$(cat "$MNT/var/tmp/rxe-bad-cache/kernel-$UP.rxe.tar.xz.provenance" 2>/dev/null || true)
+	if ((rc == 0)) && grep -qi '^verified=dnf5 .*signatures OK' <<<"$prov"; then
+		t_pass
+		echo "     $(grep '^verified=' <<<"$prov")"
+	else
+		t_fail "exit $rc: $(tail -n2 <<<"$out" | tr '\n' ' ' | cut -c1-300); provenance: $(grep '^verified=' <<<"$prov")"
+	fi
+	in_ct rpm -e --allmatches gpg-pubkey >/dev/null 2>&1 || true
+else
+	t_fail "$F: bad input, signed source RPM: setup" "gpg/rpmsign: $(tail -n2 "$W/gpg.err" "$W/sign.log" 2>/dev/null | tr '\n' ' ' | cut -c1-300)"
+fi
+serve "$W/good.src.rpm"
+rm -rf "$MNT/var/tmp/rxe-bad-cache" "$MNT/var/tmp/rxe-test-key.asc"
+
 in_ct systemctl poweroff >/dev/null 2>&1 || true
 for _ in $(seq 30); do kill -0 "$NSPAWN" 2>/dev/null || break; sleep 1; done
 LEADER=''
