@@ -176,3 +176,16 @@ t_fake_headers_deb() {
 	dpkg-deb -b "$d/pkg" "$d/h.deb" >/dev/null && dpkg -i "$d/h.deb" >/dev/null
 	rm -rf "$d"
 }
+
+# --- another Debian suite for a build root's apt ---------------------------------
+# t_apt_add_suite ROOT SUITE NAME: SUITE, from the mirror ROOT's apt already uses
+# (vmhost/mkroot's rxe-kvfix.sources), made known to ROOT's apt as NAME.sources and
+# pinned like mkroot's other suites: only what is asked for by name comes from it.
+# ROOT is "" inside the root itself. Nothing is written when SUITE is there already.
+t_apt_add_suite() {
+	local root=$1 suite=$2 name=$3 src=$1/etc/apt/sources.list.d/rxe-kvfix.sources
+	! grep -qE "^Suites:.*[[:space:]]$suite([[:space:]]|$)" "$src" || return 0
+	printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+		"$(sed -n 's/^URIs: //p' "$src" | head -n1)" "$suite" >"$root/etc/apt/sources.list.d/$name.sources"
+	printf 'Package: *\nPin: release n=%s\nPin-Priority: 100\n' "$suite" >"$root/etc/apt/preferences.d/$name.pref"
+}

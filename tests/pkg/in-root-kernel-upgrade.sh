@@ -75,15 +75,7 @@ if [[ -z $registered ]]; then
 	t_fail "rxe-kvfix is not registered with DKMS (install rxe-kvfix-dkms: in-root-apt.sh --phase install)"
 	exit 1
 fi
-# the suite, from the root's own apt sources (the same mirror), pinned like mkroot's
-# other suites: only what is asked for by name comes from it
-src_file=/etc/apt/sources.list.d/rxe-kvfix.sources
-if ! grep -qE "^Suites:.*[[:space:]]$SUITE([[:space:]]|$)" "$src_file"; then
-	uri=$(sed -n 's/^URIs: //p' "$src_file" | head -n1)
-	printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-		"$uri" "$SUITE" >/etc/apt/sources.list.d/kernel-upgrade.sources
-	printf 'Package: *\nPin: release n=%s\nPin-Priority: 100\n' "$SUITE" >/etc/apt/preferences.d/kernel-upgrade.pref
-fi
+t_apt_add_suite "" "$SUITE" kernel-upgrade
 # a small initramfs (only the modules listed): the point is that the hook ran
 mkdir -p /etc/initramfs-tools/conf.d
 printf 'MODULES=list\nCOMPRESS=zstd\n' >/etc/initramfs-tools/conf.d/rxe-kvfix-test
