@@ -14,6 +14,7 @@
 #   make rpm / make deb       packages from that tarball into _build/pkg (packaging/README.md)
 #   make demo                 the main job: stock vs fixed, side by side, in a VM
 #   make bench                benchmarks, stock beside fixed (full form, ~11G guest) -> tests/bench/
+#   make bench-upgrade        what rxe-kvfix adds to a kernel upgrade (apt, Fedora-shaped) -> tests/bench/UPGRADE.md
 #   make check                every test (what CI runs)
 #   make check-quick          the day-to-day subset (one kernel)
 #   make check-debug          the fix under KASAN, kmemleak, lockdep, fault injection (a debug kernel, VM)
@@ -51,7 +52,7 @@ PREPARE_ARGS += --srpm $(SRPM)
 endif
 
 .PHONY: all module install uninstall check-tree dkms-src hooks-install hooks-uninstall dkms-install dkms-remove validate-patch patch-status upstream-kit \
-	userspace dist rpm deb demo bench check check-quick check-debug clean help
+	userspace dist rpm deb demo bench bench-upgrade check check-quick check-debug clean help
 
 all: module
 
@@ -215,6 +216,13 @@ BENCH_OUT ?= $(CURDIR)/results/bench
 bench:
 	tests/run-all --only vm --results "$(BENCH_OUT)" --set scenarios=bench --set bench_form=full \
 		--set bench_publish="$(CURDIR)/tests/bench" --set perftest_src="$(PERFTEST_SRC)"
+
+# A kernel upgrade with and without rxe-kvfix (tests/bench/kernel-upgrade: ABBA pairs of
+# apt-get install of the series-upgrade kernel in a build root, then the Fedora-shaped
+# dnf path once): rewrites tests/bench/UPGRADE.md; raw rounds in BENCH_UPGRADE_OUT.
+BENCH_UPGRADE_OUT ?= $(CURDIR)/results/bench-upgrade
+bench-upgrade:
+	tests/bench/kernel-upgrade --pairs 3 --fedora --out "$(BENCH_UPGRADE_OUT)" --publish "$(CURDIR)/tests/bench/UPGRADE.md"
 
 check:
 	tests/run-all
