@@ -23,6 +23,8 @@
 #      describe (dnf or rpmkeys refuses it), one signed with a key rpm does not trust
 #      (signature NOT OK), then the same with the key imported (accepted): each
 #      failure one line naming what to do, nothing kept in the cache
+#   5. dnf5 remove of the kernel package: its %preun kernel-install remove exits 0,
+#      later plugins ran, rxe-kvfix's record and kept source of that kernel are gone
 #
 #   fedora-fetch.sh MNT RPMDIR B
 #
@@ -73,10 +75,10 @@ cp "$SRPM" "$MNT$R/source/"
 # the binary package dnf download --srpm starts from (Fedora's repositories have
 # kernel-N-V-R.x86_64 beside the source RPM)
 ver=${NVR%%-*} rel=${NVR#*-}
-# and whose %posttrans runs kernel-install as Fedora's kernel-core does (-v added
-# so that the test sees which plugins ran)
-printf 'Name: kernel\nVersion: %s\nRelease: %s\nSummary: rxe-kvfix test: stands for Fedora kernel %s in a Fedora-shaped repository\nLicense: GPL-2.0-only\nBuildArch: noarch\n%%description\nrxe-kvfix test package (Fedora-shaped, simulated).\n%%posttrans\n/usr/bin/kernel-install -v add %s /lib/modules/%s/vmlinuz || exit $?\n%%files\n' \
-	"$ver" "$rel" "$NVR" "$B" "$B" >"$W/rpm/SPECS/kernel.spec"
+# and whose %posttrans and %preun run kernel-install as Fedora's kernel-core does (-v
+# added so that the test sees which plugins ran)
+printf 'Name: kernel\nVersion: %s\nRelease: %s\nSummary: rxe-kvfix test: stands for Fedora kernel %s in a Fedora-shaped repository\nLicense: GPL-2.0-only\nBuildArch: noarch\n%%description\nrxe-kvfix test package (Fedora-shaped, simulated).\n%%posttrans\n/usr/bin/kernel-install -v add %s /lib/modules/%s/vmlinuz || exit $?\n%%preun\n/usr/bin/kernel-install -v remove %s || exit $?\n%%files\n' \
+	"$ver" "$rel" "$NVR" "$B" "$B" "$B" >"$W/rpm/SPECS/kernel.spec"
 if out=$( {
 	rpmbuild -bb --define "_topdir $W/rpm" --define '_build_id_links none' "$W/rpm/SPECS/kernel.spec" &&
 		cp "$W"/rpm/RPMS/noarch/kernel-*.rpm "$MNT$R/x86_64/" &&
@@ -278,6 +280,19 @@ else
 fi
 serve "$W/good.src.rpm"
 rm -rf "$MNT/var/tmp/rxe-bad-cache" "$MNT/var/tmp/rxe-test-key.asc"
+
+# --- 5. the kernel removed: its record and kept source forgotten ------------------
+t_start "$F: dnf5 remove kernel-$NVR: its %preun kernel-install remove $B exits 0, every plugin after ours runs, its record and kept source are gone"
+rc=0
+out=$(in_ct dnf5 -y remove "kernel-$NVR" 2>&1) || rc=$?
+later=$(plugins_after_ours "$out")
+if ((rc == 0)) && [[ -n $later && ! -e $MNT/var/lib/rxe-kvfix/status/$B && ! -e $PROV ]] &&
+	[[ -z $(find "$MNT/var/cache/rxe-kvfix/sources" -name "kernel-$UP.rxe.tar.xz*" 2>/dev/null) ]]; then
+	t_pass
+	echo "     plugins run after 41-rxe-kvfix: $later"
+else
+	t_fail "exit $rc, later '$later', record: $(find "$MNT/var/lib/rxe-kvfix/status/" -type f 2>&1 | tr '\n' ' '), kept: $(find "$MNT/var/cache/rxe-kvfix/sources" -type f 2>/dev/null | tr '\n' ' '): $(tail -n3 <<<"$out" | tr '\n' ' ' | cut -c1-300)"
+fi
 
 in_ct systemctl poweroff >/dev/null 2>&1 || true
 for _ in $(seq 30); do kill -0 "$NSPAWN" 2>/dev/null || break; sleep 1; done
