@@ -1,4 +1,4 @@
-// The unprivileged user's memlock limit (issue 15, part 1) through the fakes: run and
+// The unprivileged user's memlock limit through the fakes: run and
 // doctor both stop with exit 3 and one line that names memlock, the current limit, what
 // the whole run pins (not just the staging buffer) and the remedies; the JSON carries
 // the cause token. And a uverbs node the user may not open is device_access, not memlock.

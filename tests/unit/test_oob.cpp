@@ -32,7 +32,7 @@ TEST(Oob, HostPort) {
 }
 
 // A peer's text is cut for a one-line answer; a cut inside a UTF-8 character made the JSON
-// writer throw (fuzz_oob, 2026-12-05: regressions/abort-utf8-cut-in-unknown-op).
+// writer throw (found by fuzz_oob: regressions/abort-utf8-cut-in-unknown-op).
 TEST(Oob, ShortenUtf8CutsAtACharacterBoundary) {
   EXPECT_EQ(shorten_utf8("abc", 3), "abc");
   EXPECT_EQ(shorten_utf8("abcd", 3), "abc...");

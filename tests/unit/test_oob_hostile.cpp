@@ -139,7 +139,7 @@ TEST(OobHostile, UnknownOpIsAnsweredAndShortened) {
   EXPECT_EQ(s.result, "");  // then the peer closed: a clean end
 }
 
-// fuzz_oob, 2026-12-05 (regressions/abort-utf8-cut-in-unknown-op): the op was cut at 40
+// Found by fuzz_oob (regressions/abort-utf8-cut-in-unknown-op): the op was cut at 40
 // bytes inside a two-byte character; the JSON writer threw on the answer and the server
 // aborted. Now the cut keeps whole characters.
 TEST(OobHostile, UnknownOpIsShortenedAtACharacterBoundary) {
@@ -199,7 +199,7 @@ TEST(OobHostile, FloodOfValidRequestsIsServed) {
   EXPECT_EQ(s.result, "");
 }
 
-// The fuzzer's timeout of 2026-12-05 (regressions/timeout-region-size-pages): a mismatching
+// A fuzzer timeout (regressions/timeout-region-size-pages): a mismatching
 // verify with a region of 2^63 bytes searched 2^51 pages for a misplaced one. The search is
 // bounded (test_pattern) and a session gets LocalPeer::kMaxExplained searches; the answers
 // after those still report the mismatch.

@@ -66,7 +66,7 @@ TEST(Pattern, MisplacedPageDetectedAndExplained) {
   EXPECT_NE(why.find(std::to_string(3 * 4096)), std::string::npos) << why;
 }
 
-// region_size is the peer's word on `serve` (the fuzzer's timeout of 2026-12-05: 2^63 bytes
+// region_size is the peer's word on `serve` (a fuzzer timeout: 2^63 bytes
 // made the misplaced-page search run for hours): the search covers kExplainMaxPages pages
 // around the bad one and says so when it found nothing.
 TEST(Pattern, MisplacedPageSearchIsBoundedInAHugeRegion) {

@@ -16,8 +16,8 @@ TEST(Geometry, PagesAndMetadata) {
   auto g2 = rxe_metadata(16, 1ull << 30);
   EXPECT_EQ(g2.order, 11);
   EXPECT_TRUE(g2.never_on_stock());
-  EXPECT_EQ(rxe_metadata(0, 512ull << 20).order, 9);   // memo: critical
-  EXPECT_EQ(rxe_metadata(0, 640ull << 20).order, 10);  // memo: failing when fragmented
+  EXPECT_EQ(rxe_metadata(0, 512ull << 20).order, 9);   // registers only while order-9 blocks are free
+  EXPECT_EQ(rxe_metadata(0, 640ull << 20).order, 10);  // fails on a fragmented host
   EXPECT_EQ(rxe_metadata(0, 1025ull << 20).order, 11);
   EXPECT_EQ(rxe_metadata(0, 4ull << 30).order, 12);
   EXPECT_EQ(alloc_order(1), 0);

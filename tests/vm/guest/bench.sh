@@ -31,7 +31,7 @@
 # Forms: short (CI, within the harness budget; proves the design runs, decides little):
 # 4 registration rounds (2 pairs) of 5 registrations of 64M 256M 1G, bw.sh short (3 pairs
 # of 64K and 1M), 2 fragmented rounds (1 pair) of 640M 1G; full (make bench, ~11G guest):
-# 40 rounds (20 pairs: what the registration targets need to be decided, issue 28) of 5
+# 40 rounds (20 pairs: what the registration targets need to be decided) of 5
 # registrations of 64M 128M 256M 512M 1G, then 20 of each of 2/4/8 GiB on rxe-kvfix,
 # bw.sh full (5 pairs of 64K, 1M, 8M and 64M, the full span), 6 fragmented
 # rounds (3 pairs) of 256M 512M 640M 1G.
@@ -277,7 +277,7 @@ if part reg; then
 fi
 
 # ================================================================ 2. bandwidth
-# on rxe-kvfix only: the tool comparison (issue 13); the module's data path is the same
+# on rxe-kvfix only: the tool comparison (rxe-verify against perftest); the module's data path is the same
 # code on both modules, only the page table's allocation differs
 if part bw; then
 	kv t_bw_start "$(now)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nonroot.sh: rxe as an unprivileged user would meet it (issue 15, part 1), on the stock
+# nonroot.sh: rxe as an unprivileged user would meet it, on the stock
 # module and on rxe-kvfix in one boot. A user (rxeuser) is made at test time and removed
 # at the end, with the limits.d drop-in.
 #
@@ -15,13 +15,13 @@
 #     started from a 64 KiB parent: 1 GiB + 16 B passes on rxe-kvfix, fails with the
 #     metadata diagnosis (rxe_metadata_order) on stock
 #   - on rxe-kvfix, in that login session on a terminal (tmux): the full span of 1 GiB + 16 B
-#     shows its progress bar and ends with the verdict (screens captured, issue 13)
+#     shows its progress bar and ends with the verdict (screens captured)
 #   - /dev/infiniband/uverbs0 made 0600: the user's run is device_access, not memlock
 # The boot check's unit (rxe-verify-boot.service, as installed in this root) states its
 # memlock: LimitMEMLOCK=infinity and no User= (root, which has CAP_IPC_LOCK besides).
 # With ASAN_BINARY (rxe-verify built with -DRXV_SANITIZE=address,undefined), on
 # rxe-kvfix: 1 GiB + 16 B sampled, full span, and a two-host run (serve and run both the
-# sanitizer build, in two namespaces) with no sanitizer report (issue 15, part 3).
+# sanitizer build, in two namespaces) with no sanitizer report.
 set -uo pipefail
 
 usage() { echo "Usage: nonroot.sh KERNELRELEASE [ASAN_BINARY]"; }
@@ -69,7 +69,7 @@ perftest_mr() {
 	grep -h "Couldn't allocate MR" "$log.server" "$log.client" | head -n1 | grep -q .
 }
 
-# tty_progress: the progress display as a user sees it (issue 13). In the user's login
+# tty_progress: the progress display as a user sees it. In the user's login
 # session (the limits.d drop-in in place), a detached tmux of 100x24 runs the full span
 # of SIZE without --json; its screen is captured every 2 s while it runs. Every distinct
 # screen goes to OUT/nonroot-fixed-tty-screens.txt with its time. Passes when screens

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# secureboot.sh: rxe-kvfix under UEFI Secure Boot (issue 15, part 5), in a guest booted
+# secureboot.sh: rxe-kvfix under UEFI Secure Boot, in a guest booted
 # by vm-run --secure-boot (OVMF with Microsoft's keys -> Debian's shim -> Debian's grub
 # -> Debian's signed kernel; lockdown=integrity follows from Secure Boot).
 #
@@ -7,7 +7,7 @@
 #       Secure Boot is on; the DKMS module (signed with /var/lib/dkms/mok.key, whose
 #       certificate is not enrolled) is refused by modprobe, with the error and the
 #       kernel's line recorded; the stock (Debian-signed) rdma_rxe loads and makes an
-#       rxe device; nothing tainted. Then, as README says, the key is queued for
+#       rxe device; nothing tainted. Then, as packaging/README.md says, the key is queued for
 #       enrolment: mokutil --import /var/lib/dkms/mok.pub (with PASSWORD's hash), for
 #       the next boot's MokManager.
 #   secureboot.sh KERNELRELEASE trusted
@@ -25,7 +25,7 @@ rxe_guest_main vm-secureboot 2 3 "$@"
 K=$1 PHASE=$2 PW=${3:-}
 MOK=/var/lib/dkms/mok.pub
 EFIVARS=/sys/firmware/efi/efivars
-# README.md "Secure Boot" quotes this as modprobe's error for a module whose key is not trusted
+# README.md and packaging/README.md "Module signing and Secure Boot" quote this as modprobe's error for a module whose key is not trusted
 README_ERR='Key was rejected by service'
 case $PHASE in
 untrusted) [[ -n $PW ]] || { usage >&2; exit 2; } ;;

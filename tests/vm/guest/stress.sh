@@ -7,7 +7,7 @@
 # PARTS (comma list, default frag,churn,concurrency,pressure,lifecycle):
 #   frag         fresh guest, stock module: page-aligned 512 MiB, 640 MiB and 1 GiB
 #                register; 2 GiB never does (one attempt). rxe-fragment (tests/vm/tools/
-#                fragment.c, the FIELD-NOTES recipe plus settings that keep compaction
+#                fragment.c: huge pages filled, one mlocked page kept per 2 MiB block, plus settings that keep compaction
 #                from undoing it) fragments memory and keeps holding it. Before every
 #                attempt it takes the free blocks of order >= 9 that appeared, and
 #                rxe-verify records buddyinfo right before ibv_reg_mr: with no free block
@@ -93,7 +93,7 @@ kmem_line() { # registered/after deltas in KiB
 # sit on per-CPU lists. Measured: -1.3 MiB after 10 x 1 GiB with traffic (Slab +0.5 MiB);
 # -12.3 MiB after 100 x 2 GiB run right after the fragmenter released 5.6 GiB (it rose
 # 24 MiB while the MR was registered; Slab +16 KiB, VmallocUsed -24 KiB): the 4 MiB
-# bound this had failed there (CI, 2026-12-01).
+# bound this had failed there, in CI.
 # In the debug form Slab is not compared: KASAN keeps freed slab objects in its
 # quarantine (up to 1/32 of memory) before they count as free, so Slab stays above
 # its baseline after traffic without a leak (measured: +8.2 MiB after 1 GiB x 3 with

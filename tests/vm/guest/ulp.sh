@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ulp.sh: a kernel consumer of rxe (issue 15, part 2): NVMe over RDMA, target (nvmet-rdma,
+# ulp.sh: a kernel consumer of rxe: NVMe over RDMA, target (nvmet-rdma,
 # configfs, a file-backed namespace on tmpfs) and host (nvme-rdma, nvme-cli) over one rxe
 # device in this guest, on the stock module and then on rxe-kvfix.
 #
@@ -45,7 +45,7 @@ mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 mountpoint -q "$TR" || mount -t tracefs none "$TR" 2>/dev/null
 truncate -s 256M "$BACKING"
 # fio's bytes per job: 64 MiB; under KASAN (GUEST_KASAN, lib.sh) 4 MiB, since there
-# the first 64 MiB job at 4 KiB had not ended after 5 min (2026-12-04): every I/O
+# the first 64 MiB job at 4 KiB had not ended after 5 min: every I/O
 # crosses nvme-rdma, rxe and the fast-reg MR under KASAN's checks. 4 MiB is still
 # 1024 I/Os at 4 KiB and 4 full-size MRs at the largest
 FIO_SIZE=64M FIO_LIMIT=600

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fragment: fragment physical memory on purpose, the way FIELD-NOTES.md records it
- * ("The bug, reproduced"), then hold it until told to stop.
+ * fragment: fragment physical memory on purpose (huge pages filled, then one mlocked
+ * 4 KiB page kept in every 2 MiB block, so no order-9 or larger block can form again),
+ * then hold it until told to stop.
  *
  *   fragment [--leave MIB] [--hold SECONDS]
  *
