@@ -9,7 +9,7 @@
 
 namespace rxv {
 
-// Stable machine tokens (documented in README.md / man page).
+// Stable machine tokens (documented in userspace/README.md and the man page).
 namespace cause {
 inline constexpr const char* kMemlock = "memlock";
 inline constexpr const char* kRxeMetadataOrder = "rxe_metadata_order";
