@@ -6,6 +6,8 @@
 # (/run/rxe-kvfix/ctl/lib.sh):
 #     . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"    # a script of vmhost/guest
 #     . "$RXE_GUEST_LIB"                           # any guest command
+# Helpers only the test scenarios' guest scripts use are not here: they are in
+# tests/vm/guest/lib.sh, which sources this file.
 # The 10.77.x.0/24 addresses used here exist only inside the guest.
 #
 # Sets SRC (the checkout in the guest, /root/rxe-kvfix), OUT (results:
@@ -21,9 +23,6 @@
 #                                   exit 2; results from here on belong to SUITE (t_suite)
 #   rxe_fail MSG...                 print "FAIL: MSG" to stderr and exit 1
 #   rxe_log MSG...                  "rxe: MSG" on stderr
-#   rxe_require_rxe                 modprobe rdma_rxe + ib_uverbs, fail loudly if not loaded;
-#                                   prints the module file in use
-#   rxe_module_file [MOD]           file modprobe uses for MOD (default rdma_rxe)
 #   rxe_pkg_version                 this checkout's package version (SRC/META, read by
 #                                   the package's own kmod/rxe-kvfix-lib.sh)
 #   rxe_flavor [WANT]               the loaded rdma_rxe as `rxe-verify doctor --json`
@@ -33,9 +32,6 @@
 #   stock_module K                  path of the distribution's rdma_rxe of kernel K (DKMS
 #                                   keeps it in original_module/ while rxe-kvfix is installed)
 #   load_stock K                    insmod it and check that the loaded module is stock
-#   load_phase K PHASE WHAT         one result "K WHAT PHASE: ... loads": stock (load_stock)
-#                                   or fixed (modprobe gives rxe-kvfix); status 1 if not
-#   unload_phase K PHASE WHAT       rmmod rdma_rxe as a result; after fixed, dmesg clean
 #   load_ko KO                      insmod the module file KO (dependencies first); it must
 #                                   then be the loaded rdma_rxe: its GNU build ID equals
 #                                   /sys/module/rdma_rxe/notes/.note.gnu.build-id (a module
@@ -46,21 +42,11 @@
 #                                   kernel's default) + rxe link (default rxe0); waits for
 #                                   its RoCEv2 IPv4 GID. MTU $BULK_MTU: see below
 #   rxe_dummy_down [RXE NETDEV]     delete that rxe link and dummy netdev
-#   rxe_veth_up [NSA NSB NET]       namespaces NSA/NSB (default rxa/rxb) joined by veth
-#                                   va/vb with 10.77.NET.1/24 and .2/24 (NET default 1),
-#                                   rxe devices rxe_NSA / rxe_NSB created in each namespace
-#   rxe_veth_down [NSA NSB]         delete those rxe links, veths and namespaces
-#   rxe_teardown_all                delete every rxe link, the namespaces and dummies
-#                                   made by this library (listed in $GUEST_STATE)
 #   rxe_gid_index RXE [IPV4]        index of the RoCEv2 GID of RXE (for IPV4, or any IPv4)
 #   rxe_wait_gid RXE [IPV4]         wait up to 10 s for that GID, fail if it never shows
-#   rxe_pingpong_loopback RXE       ibv_rc_pingpong server+client on one device
-#   rxe_write_bw_loopback RXE [SIZE [ITERS]]
-#                                   ib_write_bw server+client on one device (default 64K x 100)
 #   jget FILE EXPR                  evaluate a Python expression over rxe-verify's JSON
 #                                   (j = document, r = results[0]); booleans print as true/false
 #   dmesg_bad                       kernel log lines that no clean run may have
-#   rxe_check_dmesg                 fail if the kernel log has WARNING:/BUG:/Oops/Call Trace
 
 SRC=/root/rxe-kvfix
 OUT=${RXE_GUEST_RESULTS:-/results}
@@ -112,16 +98,6 @@ rxe_fail() {
 }
 
 rxe_log() { echo "rxe: $*" >&2; }
-
-# shellcheck disable=SC2120
-rxe_module_file() { modinfo -n "${1:-rdma_rxe}" 2>/dev/null; }
-
-rxe_require_rxe() {
-	modprobe rdma_rxe || rxe_fail "modprobe rdma_rxe failed (module file: $(rxe_module_file || echo none))"
-	[[ -d /sys/module/rdma_rxe ]] || rxe_fail "rdma_rxe did not load (no /sys/module/rdma_rxe)"
-	modprobe ib_uverbs || rxe_fail "modprobe ib_uverbs failed"
-	rxe_log "rdma_rxe loaded from $(rxe_module_file)"
-}
 
 rxe_pkg_version() {
 	# shellcheck source=kmod/rxe-kvfix-lib.sh
@@ -177,26 +153,6 @@ load_stock() {
 	modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel || return 1
 	insmod "$ko" || return 1
 	rxe_flavor stock
-}
-
-load_phase() {
-	local k=$1 phase=$2 what=$3
-	if [[ $phase == stock ]]; then
-		t_start "$k $what stock: the distribution's rdma_rxe loads"
-		if load_stock "$k"; then t_pass; else t_fail "cannot load $(stock_module "$k")"; return 1; fi
-	else
-		t_start "$k $what fixed: rxe-kvfix loads"
-		if modprobe rdma_rxe && rxe_flavor rxe-kvfix; then t_pass; else t_fail "modprobe rdma_rxe did not give rxe-kvfix"; return 1; fi
-	fi
-}
-
-unload_phase() {
-	local k=$1 phase=$2 what=$3 bad
-	t_check "$k $what $phase: rdma_rxe unloads" rmmod rdma_rxe
-	[[ $phase == fixed ]] || return 0
-	t_start "$k $what fixed: dmesg has no WARNING/BUG/Oops"
-	bad=$(dmesg_bad)
-	if [[ -z $bad ]]; then t_pass; else t_fail "$(head -n2 <<<"$bad" | tr '\n' ' ')"; fi
 }
 
 rxe_module_build_id() { # [KO]: build ID of KO, or of the loaded rdma_rxe
@@ -286,72 +242,6 @@ rxe_dummy_down() {
 	ip link del "$nd" || rxe_fail "ip link del $nd failed"
 }
 
-rxe_veth_up() {
-	local a="${1:-rxa}" b="${2:-rxb}" net="${3:-1}"
-	modprobe veth || rxe_fail "modprobe veth failed"
-	ip netns add "$a" || rxe_fail "ip netns add $a failed"
-	rxe__note netns "$a"
-	ip netns add "$b" || rxe_fail "ip netns add $b failed"
-	rxe__note netns "$b"
-	ip link add va netns "$a" type veth peer name vb netns "$b" || rxe_fail "veth pair va/vb failed"
-	ip -n "$a" addr add "10.77.$net.1/24" dev va || rxe_fail "address on va failed"
-	ip -n "$b" addr add "10.77.$net.2/24" dev vb || rxe_fail "address on vb failed"
-	ip -n "$a" link set lo up || rxe_fail "lo up in $a failed"
-	ip -n "$a" link set va up || rxe_fail "va up in $a failed"
-	ip -n "$b" link set lo up || rxe_fail "lo up in $b failed"
-	ip -n "$b" link set vb up || rxe_fail "vb up in $b failed"
-	ip netns exec "$a" rdma link add "rxe_$a" type rxe netdev va || rxe_fail "rdma link add rxe_$a failed"
-	ip netns exec "$b" rdma link add "rxe_$b" type rxe netdev vb || rxe_fail "rdma link add rxe_$b failed"
-	rxe_wait_gid "rxe_$a" "10.77.$net.1"
-	rxe_wait_gid "rxe_$b" "10.77.$net.2"
-	rxe_log "rxe_$a (10.77.$net.1 in netns $a) and rxe_$b (10.77.$net.2 in netns $b) up"
-}
-
-rxe_veth_down() {
-	local a="${1:-rxa}" b="${2:-rxb}"
-	rdma link del "rxe_$a" || rxe_fail "rdma link del rxe_$a failed"
-	rdma link del "rxe_$b" || rxe_fail "rdma link del rxe_$b failed"
-	ip netns del "$a" || rxe_fail "ip netns del $a failed"
-	ip netns del "$b" || rxe_fail "ip netns del $b failed"
-}
-
-rxe_teardown_all() {
-	local l n
-	for l in $(rdma link show 2>/dev/null | awk '$1 == "link" { sub("/.*", "", $2); print $2 }' | sort -u); do
-		rdma link del "$l" 2>/dev/null || true
-	done
-	[[ ! -f $GUEST_STATE/netns ]] || while read -r n; do
-		ip netns del "$n" 2>/dev/null || true
-	done <"$GUEST_STATE/netns"
-	[[ ! -f $GUEST_STATE/dummies ]] || while read -r n; do
-		ip link del "$n" 2>/dev/null || true
-	done <"$GUEST_STATE/dummies"
-	rm -f "$GUEST_STATE/netns" "$GUEST_STATE/dummies"
-}
-
-rxe_pingpong_loopback() {
-	local dev="${1:-rxe0}" gid spid rc=0
-	gid=$(rxe_gid_index "$dev") || rxe_fail "no RoCEv2 IPv4 GID on $dev"
-	timeout 60 ibv_rc_pingpong -d "$dev" -g "$gid" -n 100 >/tmp/pingpong-server.log 2>&1 &
-	spid=$!
-	sleep 1
-	timeout 60 ibv_rc_pingpong -d "$dev" -g "$gid" -n 100 127.0.0.1 || rc=$?
-	wait "$spid" || rc=$((rc ? rc : $?))
-	cat /tmp/pingpong-server.log >&2
-	((rc == 0)) || rxe_fail "ibv_rc_pingpong loopback on $dev failed ($rc)"
-}
-
-rxe_write_bw_loopback() {
-	local dev="${1:-rxe0}" size="${2:-65536}" iters="${3:-100}" gid spid rc=0
-	gid=$(rxe_gid_index "$dev") || rxe_fail "no RoCEv2 IPv4 GID on $dev"
-	timeout 120 ib_write_bw -d "$dev" -x "$gid" -s "$size" -n "$iters" -F >/tmp/write-bw-server.log 2>&1 &
-	spid=$!
-	sleep 1
-	timeout 120 ib_write_bw -d "$dev" -x "$gid" -s "$size" -n "$iters" -F 127.0.0.1 || rc=$?
-	wait "$spid" || rc=$((rc ? rc : $?))
-	((rc == 0)) || { cat /tmp/write-bw-server.log >&2; rxe_fail "ib_write_bw loopback on $dev failed ($rc)"; }
-}
-
 jget() {
 	python3 - "$1" "$2" <<'PY' 2>/dev/null
 import json, sys
@@ -364,54 +254,4 @@ PY
 
 dmesg_bad() {
 	dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|possible circular locking|lockdep|general protection' || true
-}
-
-rxe_check_dmesg() {
-	local hits
-	hits=$(dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace' || true)
-	[[ -z $hits ]] || rxe_fail "kernel log has warnings/oopses: $(echo "$hits" | head -n 5)"
-}
-
-# --- the fragmenter (/usr/local/bin/rxe-fragment, put there by the caller) -------
-# Shared by stress.sh and bench.sh. State: FRAG_PID (empty when not running),
-# FRAG_LOG (its output) and FRAG_TOPUPS (top-ups it confirmed).
-#
-# rxe_frag_start LOG: start it in the background (it fills memory, then holds one
-# mlocked page in every 2 MiB block) and wait up to 600 s for its "ready" line;
-# 1 when it exited or never got ready (then it is stopped again).
-rxe_frag_start() {
-	FRAG_LOG=$1 FRAG_TOPUPS=0
-	/usr/local/bin/rxe-fragment --leave 120 >"$FRAG_LOG" 2>&1 &
-	FRAG_PID=$!
-	for _ in $(seq 600); do
-		grep -q 'fragment: ready' "$FRAG_LOG" && return 0
-		kill -0 "$FRAG_PID" 2>/dev/null || break
-		sleep 1
-	done
-	grep -q 'fragment: ready' "$FRAG_LOG" && return 0
-	rxe_frag_stop
-	return 1
-}
-
-# rxe_frag_topup: ask it (SIGUSR2) to take the free blocks of order >= 9 that appeared
-# since, and wait up to 60 s for its "topup N done" line
-rxe_frag_topup() {
-	local n=$((FRAG_TOPUPS + 1))
-	kill -USR2 "$FRAG_PID" 2>/dev/null || return 1
-	for _ in $(seq 600); do
-		if grep -q "^fragment: topup $n done" "$FRAG_LOG"; then
-			FRAG_TOPUPS=$n
-			return 0
-		fi
-		sleep 0.1
-	done
-	return 1
-}
-
-# rxe_frag_stop: stop it (it frees everything and logs "buddyinfo released")
-rxe_frag_stop() {
-	[[ -n ${FRAG_PID:-} ]] || return 0
-	kill -TERM "$FRAG_PID" 2>/dev/null || true
-	wait "$FRAG_PID" 2>/dev/null || true
-	FRAG_PID=''
 }

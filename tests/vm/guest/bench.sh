@@ -42,8 +42,8 @@
 set -euo pipefail
 
 usage() { echo "Usage: bench.sh KERNELRELEASE [short|full [reg,bw,frag]]"; }
-# shellcheck source=vmhost/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
+# shellcheck source=tests/vm/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-bench 1 4 "$@"
 K=$1 FORM=${2:-short}
 case $FORM in

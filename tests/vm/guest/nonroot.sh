@@ -25,8 +25,8 @@
 set -uo pipefail
 
 usage() { echo "Usage: nonroot.sh KERNELRELEASE [ASAN_BINARY]"; }
-# shellcheck source=vmhost/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
+# shellcheck source=tests/vm/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-nonroot 1 2 "$@"
 K=$1 ASAN=${2:-}
 U=rxeuser

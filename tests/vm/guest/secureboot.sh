@@ -19,8 +19,8 @@
 set -uo pipefail
 
 usage() { echo "Usage: secureboot.sh KERNELRELEASE untrusted PASSWORD | KERNELRELEASE trusted"; }
-# shellcheck source=vmhost/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
+# shellcheck source=tests/vm/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-secureboot 2 3 "$@"
 K=$1 PHASE=$2 PW=${3:-}
 MOK=/var/lib/dkms/mok.pub

@@ -33,8 +33,8 @@
 set -uo pipefail
 
 usage() { echo "Usage: stress.sh KERNELRELEASE [short|full|debug] [frag,churn,concurrency,pressure,lifecycle]"; }
-# shellcheck source=vmhost/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
+# shellcheck source=tests/vm/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-stress 1 "" "$@"
 K=$1 FORM=${2:-short} PARTS=${3:-frag,churn,concurrency,pressure,lifecycle}
 N_LIFE=20

@@ -16,8 +16,8 @@
 set -uo pipefail
 
 usage() { echo "Usage: twohost.sh KERNELRELEASE"; }
-# shellcheck source=vmhost/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
+# shellcheck source=tests/vm/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-twohost 1 1 "$@"
 K=$1
 SEED=$SRC/tests/unit/data/nft-seed.conf

@@ -14,8 +14,8 @@
 set -uo pipefail
 
 usage() { echo "Usage: ulp.sh KERNELRELEASE"; }
-# shellcheck source=vmhost/guest/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
+# shellcheck source=tests/vm/guest/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-ulp 1 1 "$@"
 K=$1
 NQN='rxe-kvfix-test'
