@@ -13,6 +13,8 @@ import tempfile
 from benchstats import MIB
 from benchtable import TARGET_TOOL_RATIO
 
+# the plots' file names, beside RESULTS.md
+NAMES = ("reg-per-gib.png", "frag.png", "bw.png", "peer.png")
 MOD_STYLE = {"stock": 'lc rgb "#c0392b" pt 7 ps 1.1', "fixed": 'lc rgb "#1f5fa8" pt 9 ps 1.2'}
 MOD_NAME = {"stock": "stock rdma_rxe", "fixed": "rxe-kvfix"}
 
@@ -182,7 +184,7 @@ def render_all(res, out_dir):
         return {}, "this gnuplot has neither the pngcairo nor the png terminal"
     os.makedirs(out_dir, exist_ok=True)
     done = {}
-    for name, fn in (("reg-per-gib.png", plot_reg), ("frag.png", plot_frag), ("bw.png", plot_bw), ("peer.png", plot_peer)):
+    for name, fn in zip(NAMES, (plot_reg, plot_frag, plot_bw, plot_peer)):
         path = os.path.join(out_dir, name)
         had, err = fn(res, path, term)
         if err:

@@ -237,6 +237,39 @@ class Render(unittest.TestCase):
         self.assertIn("*Timed by:* the kernel's own time per call of rxe_reg_user_mr", text)
         self.assertIn("| 1 GiB | ", text.split("Kernel-side (ftrace")[1])
 
+    def test_summary_renders_the_same_page(self):
+        # the kernel-side timing too, so the summary keeps what those tables read
+        for r in range(1, 7):
+            m = bs.abba_module(r)
+            open(os.path.join(self.d, f"reg-r{r:02d}-{m}-1G.ktrace"), "w").write(
+                "".join(f" 0) ! {100000 + 10 * r + i:.3f} us |  rxe_reg_user_mr [rdma_rxe]();\n" for i in range(3)))
+        self.collect()
+        res, summ = os.path.join(self.d, "results.json"), os.path.join(self.d, "summary.json")
+        out = self.run_render("summarize", res, "-o", summ)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        text = open(summ).read()
+        self.assertNotIn('"samples"', text)
+        self.assertLess(len(text), len(open(res).read()))
+        self.assertEqual(json.loads(text)["kind"], "summary")
+        pages = []
+        for src in (res, summ):
+            md = os.path.join(self.d, os.path.basename(src) + ".md")
+            out = self.run_render("table", src, "-o", md, "--no-plots")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            pages.append(open(md).read())
+        self.assertEqual(pages[0], pages[1])
+        # from the summary the plots are not drawn: the page shows those in the directory
+        for name in ("frag.png", "bw.png"):
+            open(os.path.join(self.d, name), "wb").write(b"\x89PNG\r\n\x1a\n")
+        out = self.run_render("table", summ, "-o", os.path.join(self.d, "S.md"))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        page = open(os.path.join(self.d, "S.md")).read()
+        self.assertIn("](frag.png)", page)
+        self.assertIn("*Plot `reg-per-gib.png` (", page)
+        self.assertFalse(os.path.exists(os.path.join(self.d, "reg-per-gib.png")))
+        # a summary is not summarized again
+        self.assertEqual(self.run_render("summarize", summ).returncode, 2)
+
     def test_peer_pairs(self):
         rows = "".join(f"{m}\t{op}\t{n}\t{100 + n}\t{80 + n}\t{40 + n}\t{50 + n}\t33554432\t{'rv,pt,peer' if n % 2 else 'peer,pt,rv'}\t1.0\n"
                        for m in ("64K", "1M") for op in ("write", "read") for n in range(1, 4))
