@@ -207,8 +207,9 @@ demo:
 
 # Registration cost (interleaved ABBA rounds), kernel memory, bandwidth and the
 # fragmented guest, stock rdma_rxe beside rxe-kvfix in one VM boot (full form; CI runs
-# the short form): rewrites tests/bench/results.json, tests/bench/RESULTS.md and the
-# plots tests/bench/*.png (gnuplot). BENCH_OUT: the raw per-run outputs. PERFTEST_SRC: a
+# the short form): rewrites tests/bench/RESULTS.md, tests/bench/summary.json (the figures
+# it is rendered from) and the plots tests/bench/*.png (gnuplot). BENCH_OUT: the raw
+# per-run outputs, the samples (vm/bench-KERNEL/results.json) among them. PERFTEST_SRC: a
 # clone or mirror of linux-rdma/perftest for the peer comparison with perftest 26.x
 # --data_validation (built from it, never downloaded; without it those runs are SKIPped).
 PERFTEST_SRC ?=

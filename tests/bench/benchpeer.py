@@ -101,7 +101,7 @@ def section(res, p, build):
       "8 and 5). The rates are per second, so runs of different lengths compare. "
       "MiB/s: median (min–max) of the pairs. "
       "perftest's verified rate counts only with its `VALIDATION: PASSED - N chunks, M bytes` line "
-      "(M: the bytes it checked, in results.json). "
+      "(M: the bytes it checked, in summary.json). "
       "rxe-verify has no unchecked mode: its cost of verification is its verified rate (fills and checks in "
       "the wall time) over its RDMA-time rate in the same run; perftest's is its verified run over its "
       "unverified one.")

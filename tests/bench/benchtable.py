@@ -1,4 +1,4 @@
-"""tests/bench/benchtable.py: results.json (tests/bench/render collect) -> RESULTS.md."""
+"""tests/bench/benchtable.py: results.json (tests/bench/render collect) or its summary -> RESULTS.md."""
 import os
 import re
 
@@ -127,7 +127,9 @@ def markdown(res, plots, notes_path):
     if res.get("peer_pairs"):
         plot("peer.png", "verified bandwidth per tool and message size")
     p("Regenerate: `make bench` (the full form; CI runs the short form in `tests/vm/scenarios --only bench`). "
-      "This file, `results.json` and the plots were written by `tests/bench/render` from one guest boot.")
+      "This file, `summary.json` and the plots were written by `tests/bench/render` from one guest boot; "
+      "`summary.json` holds the figures this page is rendered from (`tests/bench/render table summary.json`), "
+      "the boot's raw samples (`results.json`) stay in its results directory.")
     p("")
     p(f"**All figures were measured under {env.get('emulation')}** on a {env.get('host_nproc')}-core host "
       f"({env.get('host_cpu_model')}), not on hardware: absolute times and bandwidths are those of an emulated CPU "

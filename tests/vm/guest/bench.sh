@@ -37,7 +37,7 @@
 # rounds (3 pairs) of 256M 512M 640M 1G.
 #
 # Raw outputs go to /results; tests/bench/render collects them into results.json and
-# RESULTS.md. A step fails only when it produced no figure where one must exist (tool
+# renders RESULTS.md and summary.json from it. A step fails only when it produced no figure where one must exist (tool
 # crashed, unparsable output, rxe-kvfix refusing a size); a stock failure is a figure.
 set -euo pipefail
 
