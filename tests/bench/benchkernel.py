@@ -1,5 +1,5 @@
-"""tests/bench/benchkernel.py: the kernel-side registration timing of tests/bench/render
-(issue 28): guest/bench.sh's .ktrace files (ftrace function_graph filtered to
+"""tests/bench/benchkernel.py: the kernel-side registration timing of tests/bench/render:
+guest/bench.sh's .ktrace files (ftrace function_graph filtered to
 rxe_reg_user_mr and rxe_dereg_mr) and the two registration targets decided on them.
 
 add_ktrace(e, path, size) adds a churn run's kernel figures (the one file read);

@@ -1,4 +1,4 @@
-"""tests/bench/benchpeer.py: the peer comparison of tests/bench/render (issue 28):
+"""tests/bench/benchpeer.py: the peer comparison of tests/bench/render:
 rxe-verify against perftest 26.x's ib_write_bw / ib_read_bw --data_validation, the two
 tools that check the data they move, in the interleaved pairs of guest/bw.sh
 (peer-pairs.tsv), and each tool's cost of verification.

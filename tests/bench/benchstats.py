@@ -180,7 +180,7 @@ def fmt_mib(v):
     return "–" if v is None else f"{v / MIB:+.2f}"
 
 
-# --- decisions from intervals (issue 28: the registration targets decided) -------------
+# --- decisions from intervals (what decides the registration targets) -------------------
 # Two-sided 95 % Student t quantiles by degrees of freedom; a df between two rows takes
 # the smaller row's (larger) quantile, so the interval is never narrower than it should be.
 _T95 = ((1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (5, 2.571), (6, 2.447), (7, 2.365),

@@ -105,15 +105,16 @@ class Stats(unittest.TestCase):
         self.assertEqual(u["verdict"], "undecided")
         self.assertGreater(u["samples_needed"], 4)
         self.assertFalse(u["at_limit"])
-        # the spread of make bench 2026-12-05 (20 % against 20 %, "about 56169 samples per
-        # size"): the count stays, at_limit says no run will reach it
+        # a spread as wide as the limit (20 % against 20 %, "about 56169 samples per
+        # size", as a full make bench has measured): the count stays, at_limit says no
+        # run will reach it
         on = bs.flatness_interval([(1, [1.0, 1.03, 0.97, 1.0]), (2, [1.2, 1.23, 1.17, 1.201])], 0.2)
         self.assertEqual(on["verdict"], "undecided")
         self.assertTrue(on["at_limit"])
         self.assertGreater(on["samples_needed"], 1000)
         self.assertIsNone(bs.flatness_interval([(1, tight), (2, [1.0])], 0.15))
         # two samples far apart: an interval below zero, an infinite bound, no sample count
-        # (the short form's bench of 2026-12-05 crashed render here)
+        # (a short-form bench with such figures once crashed render here)
         two = bs.flatness_interval([(1, [0.05, 0.06]), (2, [0.04, 0.09])], 0.2)
         self.assertEqual(two["verdict"], "undecided")
         self.assertIsNone(two["spread_hi"])

@@ -57,8 +57,8 @@ RV=/usr/local/bin/rxe-verify
 # symbols), where the data path is ~10x slower under TCG; the scripts size their time
 # limits by it. RV_OP_DEADLINE: rxe-verify run's deadline per RDMA operation, its
 # default (30 s + 1 s per 4 MiB in flight: 62 s for the full span's two 64 MiB
-# WRITEs) but 600 s under KASAN, where one 64 MiB WRITE went past 62 s with two guests
-# beside it (2026-12-05); elsewhere a stalled transfer still fails within a minute
+# WRITEs) but 600 s under KASAN, where one 64 MiB WRITE has gone past 62 s with two
+# guests beside it; elsewhere a stalled transfer still fails within a minute
 GUEST_KASAN=0 RV_OP_DEADLINE=()
 # shellcheck disable=SC2034  # used by the scripts that source this file
 if grep -qw kasan_report /proc/kallsyms 2>/dev/null; then GUEST_KASAN=1 RV_OP_DEADLINE=(--timeout 600); fi
@@ -67,7 +67,7 @@ GUEST_STATE=/run/rxe-kvfix-guest
 # (proof, stress, nonroot, ulp): 9000 makes rxe's active MTU 4096 instead of 1500's
 # 1024, a quarter of the packets for the same bytes. Under TCG rxe's per-packet work
 # is a large part of a transfer. Measured in one 6.12.113 guest (QEMU 11.1.3,
-# thread=single, 2026-12-03), MTU 1500 and 9000 alternated, twice each:
+# thread=single), MTU 1500 and 9000 alternated, twice each:
 # `rxe-verify run -s 1G --offset 16 --mode full` 92, 106 s -> 52, 63 s;
 # ib_write_bw 32 MiB x 10 17.2, 16.6 -> 25.7, 23.4 MB/s; ib_read_bw 20.2, 18.6 ->
 # 28.3, 33.1 MB/s. Every byte is still carried and checked, every page of the MR is
