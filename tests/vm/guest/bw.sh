@@ -24,8 +24,9 @@
 # Targets, printed and never enforced: wire >= 1.0x perftest (median of the pair ratios),
 # verified full span >= 0.8x perftest's wire.
 #
-# The peer (issue 28): when perftest 26.x is in the guest (/opt/perftest, built from a
-# local source by tests/bench/perftest-build; the bench scenario copies it in when the
+# The peer, the one other tool that checks the data it moves: when perftest 26.x is
+# in the guest (/opt/perftest, built from a local source by
+# tests/bench/perftest-build; the bench scenario copies it in when the
 # setting perftest_src names one), every pair also runs its ib_write_bw / ib_read_bw
 # with --data_validation (the receiver checks every byte) and without, the two in
 # alternating order (its validation ring: a few chunks of one or more messages per QP,
