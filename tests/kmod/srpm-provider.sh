@@ -12,7 +12,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-RXE_PROG=srpm-provider
+RXE_PROG='srpm-provider'
 export RXE_PROG
 # shellcheck source=vmhost/lib.sh
 . "$REPO/vmhost/lib.sh"
