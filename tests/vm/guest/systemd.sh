@@ -2,7 +2,7 @@
 # systemd.sh: runs under systemd (vmhost/vm-run --systemd) after the boot has
 # finished, and checks what rxe-verify-boot.service did in this boot.
 #
-#   systemd.sh KERNELRELEASE first|second [ansible]
+#   systemd.sh KERNELRELEASE first|second|repair [ansible]
 #
 # first:  the unit ran (condition true), exit success, one verdict line at journal
 #         priority notice saying PASS, JSON under /var/lib/rxe-verify/K/ with
@@ -11,18 +11,21 @@
 #         MAC; its details in netdev.txt).
 # second: same kernel again: the unit's condition is false (it did not run), no
 #         verdict line in this boot, the first boot's results unchanged.
+# repair: the kernel booted without its rxe-kvfix module installed and with the
+#         stock rdma_rxe loaded early: rxe-kvfix-boot.service installed it and
+#         reloaded rdma_rxe before the check's verdict, then everything of first.
 # ansible: packaging/ansible/site.yml with connection local against this guest
 #         (rxe device created by the role on the dummy netdev): install tasks
 #         unchanged (packages pre-installed), a passing verdict in the fleet table.
 # Copies the unit's journal lines, /var/lib/rxe-verify and the table to /results.
 set -uo pipefail
 
-usage() { echo "Usage: systemd.sh KERNELRELEASE first|second [ansible]"; }
+usage() { echo "Usage: systemd.sh KERNELRELEASE first|second|repair [ansible]"; }
 # shellcheck source=vmhost/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
 rxe_guest_main vm-systemd 2 3 "$@"
 K=$1 PHASE=$2 ANSIBLE=${3:-}
-[[ $PHASE == first || $PHASE == second ]] || { usage >&2; exit 2; }
+[[ $PHASE == first || $PHASE == second || $PHASE == repair ]] || { usage >&2; exit 2; }
 [[ -z $ANSIBLE || $ANSIBLE == ansible ]] || { usage >&2; exit 2; }
 UNIT="rxe-verify-boot.service"
 STATE=/var/lib/rxe-verify/$K
@@ -43,21 +46,44 @@ cat "$OUT/unit-state.txt"
 { echo "addr_assign_type=$(cat "/sys/class/net/$NETDEV/addr_assign_type" 2>&1)"; ip -d link show "$NETDEV"; udevadm info "/sys/class/net/$NETDEV"; } >"$OUT/netdev.txt" 2>&1
 verdict_line=$(journalctl -b -t rxe-verify-boot -p notice..notice -o cat --no-pager | grep "^rxe-verify-boot: kernel $K:" || true)
 
-if [[ $PHASE == first ]]; then
-	t_start "$K systemd first: $UNIT ran on the first boot of $K and succeeded"
+if [[ $PHASE == repair ]]; then
+	journalctl -b -o short-monotonic --no-pager -t rxe-kvfix-boot -t rxe-verify-boot >"$OUT/journal-repair.txt" 2>&1
+	t_start "$K systemd repair: rxe-kvfix-boot.service installed rxe-kvfix for $K and reloaded the stock rdma_rxe loaded before it"
+	rep=$(journalctl -b -t rxe-kvfix-boot -o cat --no-pager 2>/dev/null || true)
+	if grep -q "kernel $K has no rxe-kvfix module" <<<"$rep" && grep -q "built and installed rxe-kvfix for $K" <<<"$rep" &&
+		grep -q "reloaded rdma_rxe: .*-rxe-kvfix" <<<"$rep" && [[ $(cat /sys/module/rdma_rxe/version 2>/dev/null) == *-rxe-kvfix ]]; then
+		t_pass
+		grep -E 'has no rxe-kvfix|built and installed|reloaded' <<<"$rep" | sed 's/^/     journal: /'
+	else
+		t_fail "rxe-kvfix-boot: $(tr '\n' ' ' <<<"$rep" | cut -c1-400); loaded rdma_rxe $(cat /sys/module/rdma_rxe/version 2>&1)"
+	fi
+	t_start "$K systemd repair: the reload came before the boot check's verdict"
+	# the monotonic time of the first line of each that matches
+	at() { grep -m1 -- "$1" "$OUT/journal-repair.txt" | sed -E 's/^\[ *([0-9.]+)\].*/\1/'; }
+	t_rel=$(at 'reloaded rdma_rxe') t_ver=$(at "rxe-verify-boot: kernel $K:")
+	if [[ -n $t_rel && -n $t_ver ]] && awk -v a="$t_rel" -v b="$t_ver" 'BEGIN { exit !(a < b) }'; then
+		t_pass
+		echo "     reloaded at ${t_rel} s, verdict at ${t_ver} s (monotonic)"
+	else
+		t_fail "reload at '${t_rel}', verdict at '${t_ver}' (journal-repair.txt)"
+	fi
+fi
+
+if [[ $PHASE == first || $PHASE == repair ]]; then
+	t_start "$K systemd $PHASE: $UNIT ran on the first boot of $K and succeeded"
 	if [[ $(prop ConditionResult) == yes && $(prop Result) == success && $(prop ExecMainStatus) == 0 ]]; then
 		t_pass
 	else
 		t_fail "$(tr '\n' ' ' <"$OUT/unit-state.txt")"
 	fi
-	t_start "$K systemd first: one PASS verdict line in the journal at priority notice"
+	t_start "$K systemd $PHASE: one PASS verdict line in the journal at priority notice"
 	if [[ $(grep -c . <<<"$verdict_line") == 1 && $verdict_line == *": PASS: "* ]]; then
 		t_pass
 		echo "     journal: $verdict_line"
 	else
 		t_fail "verdict lines at notice: '${verdict_line:0:300}' (see journal-unit.txt)"
 	fi
-	t_start "$K systemd first: JSON under $STATE: doctor ready, run verdict pass on rxe-kvfix, 1 GiB + 16 B verified"
+	t_start "$K systemd $PHASE: JSON under $STATE: doctor ready, run verdict pass on rxe-kvfix, 1 GiB + 16 B verified"
 	v=$(cat "$STATE/verdict" 2>/dev/null)
 	run_ok=$(jget "$STATE/run.json" 'j["verdict"] == "pass" and j["module"]["flavor"] == "rxe-kvfix" and r["size"] == 1 << 30 and r["offset"] == 16 and r["metadata_order"] == 11 and r["verified_bytes"] > 0')
 	doc_ok=$(jget "$STATE/doctor.json" 'j["ready"] == True')
@@ -66,7 +92,7 @@ if [[ $PHASE == first ]]; then
 	else
 		t_fail "verdict=$v run_ok=$run_ok doctor_ready=$doc_ok"
 	fi
-	t_start "$K systemd first: the rxe device the check made on $NETDEV is gone, $NETDEV untouched"
+	t_start "$K systemd $PHASE: the rxe device the check made on $NETDEV is gone, $NETDEV untouched"
 	left=$(find /sys/class/infiniband -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null)
 	addr=$(ip -4 -o addr show dev "$NETDEV" 2>/dev/null | awk '{print $4}')
 	mac=$(cat "/sys/class/net/$NETDEV/address" 2>/dev/null)
