@@ -122,8 +122,17 @@ for _ in $(seq 60); do
 done
 in_ct() { nsenter -t "$LEADER" -a /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 state=''
-# (a loaded host has been seen to take over 90 s here)
-if [[ -n $LEADER ]]; then state=$(in_ct timeout 240 systemctl is-system-running --wait 2>/dev/null || true); fi
+# until the root's systemd says it is up (a loaded host has been seen to take over 90 s
+# here). Right after its exec, systemd has no bus socket yet and systemctl cannot
+# connect at all (it prints nothing): ask again until the deadline.
+if [[ -n $LEADER ]]; then
+	deadline=$((SECONDS + 240))
+	while ((SECONDS < deadline)); do
+		state=$(in_ct timeout $((deadline - SECONDS)) systemctl is-system-running --wait 2>/dev/null || true)
+		case $state in running | degraded | maintenance | stopping) break ;; esac
+		sleep 1
+	done
+fi
 if [[ $state == running || $state == degraded ]]; then
 	t_pass
 	echo "     systemd $(in_ct systemctl --version | head -n1 | cut -d' ' -f2): $state"
