@@ -37,8 +37,9 @@ else
 	if tar -xf "/usr/src/linux-source-$XY.tar.xz" -C "$TREE" --strip-components=1; then t_pass; else t_fail "tar failed"; exit 1; fi
 fi
 
-t_start "$K: patches/validate (apply, checkpatch --strict, build)"
-if out=$("$SRC/patches/validate" --kdir "/lib/modules/$K/build" "$TREE" 2>&1); then
+# as README says: make validate-patch (patches/validate --kdir KDIR KTREE)
+t_start "$K: make validate-patch KTREE=$TREE KDIR=/lib/modules/$K/build (patches/validate: apply, checkpatch --strict, build)"
+if out=$(make -s --no-print-directory -C "$SRC" validate-patch KTREE="$TREE" KDIR="/lib/modules/$K/build" 2>&1); then
 	t_pass
 	printf '%s\n' "$out" | sed 's/^/     /'
 else

@@ -83,6 +83,15 @@ fi
 if [[ $PHASE != purge ]]; then
 	# offline: every dependency is in the root already, so apt installs exactly
 	# our two packages and nothing else (it would have to download anything more)
+	# README's prerequisites as typed, $(uname -r) being this root's first kernel (in a
+	# chroot uname -r is the host's): already installed, so apt changes nothing (offline)
+	K0=${1%%:*}
+	t_start "$ROOTNAME: README's apt install dkms linux-headers-\$(uname -r) (for $K0): exit 0, nothing to change"
+	if out=$(apt install dkms "linux-headers-$K0" </dev/null 2>&1) && grep -q '^0 upgraded, 0 newly installed, 0 to remove' <<<"$out"; then
+		t_pass
+	else
+		t_fail "$(tail -n 3 <<<"$out" | tr '\n' ' ' | cut -c1-300)"
+	fi
 	# as README's "Install" says: apt-get install ./FILE.deb... in their directory
 	debs=()
 	for d in "$DEBDIR"/rxe-kvfix-dkms_*.deb "$DEBDIR"/rxe-verify_*.deb; do debs+=("./$(basename "$d")"); done
