@@ -198,6 +198,13 @@ TEST(AppRun, WaitingModeReachesTheQueuePairsAndTheReport) {
   Outcome out = run_command(o, prov, host);
   EXPECT_EQ(c.created_wait.spin, std::chrono::microseconds(200));
   EXPECT_EQ(out.report["completion_wait"]["spin_us"], 200);
+  // --spin USEC takes its place (test_run_options.cpp: its values and conflicts)
+  o.spin_option = "1000";
+  out = run_command(o, prov, host);
+  EXPECT_EQ(c.created_wait.mode, WaitMode::Adaptive);
+  EXPECT_EQ(c.created_wait.spin, std::chrono::microseconds(1000));
+  EXPECT_EQ(out.report["completion_wait"]["spin_us"], 1000);
+  o.spin_option.reset();
   // an environment failure's report says it too
   c.port_active = false;
   o.no_spin = true;

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "app/app.hpp"
 #include "test_paths.hpp"
@@ -60,7 +61,10 @@ INSTANTIATE_TEST_SUITE_P(
                       "run --timeout -1", "run --offset 4096", "probe --offset 5000",
                       "run --gid-index -2", "serve --gid-index -1", "run --connect 'bad host'",
                       "run --connect a:b:c", "run --connect 'host;rm:47910'",
-                      "run --size 1M --busy-poll --no-spin", "run --no-spin=maybe"));
+                      "run --size 1M --busy-poll --no-spin", "run --no-spin=maybe",
+                      "run --size 1M --spin fast", "run --size 1M --spin -1",
+                      "run --size 1M --spin 2000000", "run --size 1M --spin",
+                      "run --size 1M --spin 200 --busy-poll", "run --size 1M --spin 200 --no-spin"));
 
 TEST(Cli, UnknownCommandIsNamed) {
   auto r = run("bogus");
@@ -129,15 +133,29 @@ TEST(Cli, RunHelpShowsPerftestFlags) {
   auto r = run("run --help");
   EXPECT_EQ(r.code, 0);
   for (const char* f : {"-t,--tx-depth", "-x", "--gid-index", "-n,--iters", "-D,--duration", "--report_gbits", "--busy-poll",
-                        "--no-spin", "--connect", "slots = min(tx-depth"})
+                        "--no-spin", "--spin USEC", "--connect", "slots = min(tx-depth"})
     EXPECT_NE(r.out.find(f), std::string::npos) << f << " missing from:\n" << r.out;
   // what each way of waiting for completions costs, with the default spin's value
   const std::string spin = "up to " + std::to_string(rxv::kDefaultSpin.count()) + " us";
   for (const std::string& cost : {spin, std::string("one CPU core busy"), std::string("a wake-up")})
     EXPECT_NE(r.out.find(cost), std::string::npos) << cost << " missing from:\n" << r.out;
+  for (const std::string& cost : {std::string("up to USEC microseconds (default ") +
+                                       std::to_string(rxv::kDefaultSpin.count()) + ")",
+                                   std::string("fewer wake-ups"), std::string("0 sleeps at once")})
+    EXPECT_NE(r.out.find(cost), std::string::npos) << cost << " missing from:\n" << r.out;
   auto both = run("run --size 1M --busy-poll --no-spin");
   EXPECT_EQ(both.code, 2);
   EXPECT_NE(both.err.find("--busy-poll and --no-spin: pick one"), std::string::npos) << both.err;
+  // --spin: its value checked before anything is opened; each other mode rejected by name
+  for (const auto& [args, line] :
+       {std::pair<const char*, const char*>{"--spin 20x", "rxe-verify run: error: --spin: '20x' is not a number of microseconds; use a whole number"},
+        {"--spin 1000001", "rxe-verify run: error: --spin: 1000001 us is beyond the longest spin"},
+        {"--spin 50 --busy-poll", "rxe-verify run: error: --spin and --busy-poll: pick one"},
+        {"--no-spin --spin 0", "rxe-verify run: error: --spin and --no-spin: pick one"}}) {
+    auto s = run(std::string("run --size 1M ") + args);
+    EXPECT_EQ(s.code, 2) << args;
+    EXPECT_EQ(s.err.rfind(line, 0), 0u) << args << ": " << s.err;
+  }
   // -c is hidden (deprecated), still parsed: a bad value gets the --connect error.
   auto c = run("run -s 1M -c peer:0");
   EXPECT_EQ(c.code, 2);

@@ -47,11 +47,20 @@ int cli_main(int argc, char** argv) {
                 "perftest does: no wake-up latency, but one CPU core busy for the whole run "
                 "(default: poll for up to " + spin_us + " us, then sleep on the completion "
                 "channel: at most " + spin_us + " us of CPU per wait, a wake-up only when a "
-                "completion takes longer)");
+                "completion takes longer; --spin sets that bound). Not with --no-spin or --spin");
   run->add_flag("--no-spin", ro.no_spin,
                 "sleep on the completion channel as soon as the queue is empty: no CPU spent "
                 "polling, but a wake-up (system call and scheduler, tens of microseconds, more "
-                "on an emulated host) for every wait. Not with --busy-poll");
+                "on an emulated host) for every wait. Not with --busy-poll or --spin");
+  std::string spin_text;
+  run->add_option("--spin", spin_text,
+                  "the default waiting's spin: poll an empty completion queue for up to USEC "
+                  "microseconds (default " + spin_us + "), then sleep on the completion channel. "
+                  "Each wait costs at most USEC us of CPU, and a wake-up only when the completion "
+                  "comes later: a longer spin spends more CPU for fewer wake-ups, 0 sleeps at once "
+                  "(as --no-spin). 0 to " + std::to_string(kMaxSpin.count()) +
+                  "; not with --busy-poll or --no-spin")
+      ->type_name("USEC");
   run->add_flag("--report_gbits", ro.report_gbits, "print bandwidth in Gb/s instead of MiB/s (JSON keeps MB/s)");
   run->add_option("--connect", ro.connect, "HOST[:PORT] of `rxe-verify serve` (two-host run; default port 47910)");
   std::string connect_short;
@@ -103,6 +112,7 @@ int cli_main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     ro.gid_given = run->count("--gid-index") > 0;
+    if (run->count("--spin") > 0) ro.spin_option = spin_text;
     if (run->count("-c") > 0 && ro.connect.empty()) {
       ro.connect = connect_short;
       ro.connect_short = true;

@@ -29,6 +29,9 @@ std::string to_string(WaitMode m);
 // better of the two choices, whatever the completion's delay (the rent-or-buy bound),
 // and keeps a long check's idle CPU to at most this much per wait.
 inline constexpr std::chrono::microseconds kDefaultSpin{50};
+// The longest spin `rxe-verify run --spin` accepts (1 s): a spin longer than any wait
+// is --busy-poll, which says so.
+inline constexpr std::chrono::microseconds kMaxSpin{1000000};
 // The longest single sleep: the waiter re-polls at least this often while waiting.
 inline constexpr std::chrono::milliseconds kMaxSleep{200};
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,9 +49,10 @@ struct RunCommandConfig {
   bool report_gbits = false;
   bool busy_poll = false;   // --busy-poll: poll the CQ without sleeping
   bool no_spin = false;     // --no-spin: sleep as soon as the CQ is empty
-  // the default (adaptive) mode's spin before sleeping: a parameter of the library call,
-  // no command-line option sets it
+  // the default (adaptive) mode's spin before sleeping, as a parameter of the library
+  // call; --spin USEC, when given (spin_option, its text as typed), takes its place
   std::chrono::microseconds spin = kDefaultSpin;
+  std::optional<std::string> spin_option;  // --spin
   std::uint64_t seed = 0;
   double timeout = 0;
   bool json = false, no_progress = false, force = false;

@@ -1,6 +1,8 @@
 // `rxe-verify run`'s option checks (app/run_options.hpp).
 #include "app/run_options.hpp"
 
+#include <algorithm>
+
 #include "app/common.hpp"
 #include "oob_transport.hpp"
 #include "plan.hpp"
@@ -8,6 +10,25 @@
 #include "size.hpp"
 
 namespace rxv {
+
+bool parse_spin_us(const std::string& text, std::chrono::microseconds& out, std::string& err) {
+  const std::string range = "use a whole number of microseconds from 0 to " +
+                            std::to_string(kMaxSpin.count()) + " (e.g. --spin 200)";
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+    err = "'" + text + "' is not a number of microseconds; " + range;
+    return false;
+  }
+  // digits only: compare as text first, so that no length overflows the conversion
+  const std::string digits = text.substr(std::min(text.find_first_not_of('0'), text.size() - 1));
+  const std::string max = std::to_string(kMaxSpin.count());
+  if (digits.size() > max.size() || (digits.size() == max.size() && digits > max)) {
+    err = text + " us is beyond the longest spin, " + max + " us (1 s); use at most --spin " +
+          max + ", or --busy-poll to spin without a bound";
+    return false;
+  }
+  out = std::chrono::microseconds(std::stoll(digits));
+  return true;
+}
 
 RunOptions validate_run_options(const RunCommandConfig& o, HostEnv& host) {
   RunOptions r;
@@ -40,8 +61,18 @@ RunOptions validate_run_options(const RunCommandConfig& o, HostEnv& host) {
   if (o.busy_poll && o.no_spin)
     usage("--busy-poll and --no-spin: pick one (spin only, or sleep at once; neither: spin "
           "briefly, then sleep)");
+  const bool spin_given = o.spin_option.has_value();
+  if (spin_given && o.busy_poll)
+    usage("--spin and --busy-poll: pick one (--busy-poll spins without a bound; --spin USEC "
+          "spins that long, then sleeps)");
+  if (spin_given && o.no_spin)
+    usage("--spin and --no-spin: pick one (--no-spin sleeps at once, as --spin 0 does)");
   r.wait.mode = o.busy_poll ? WaitMode::BusyPoll : o.no_spin ? WaitMode::Event : WaitMode::Adaptive;
   r.wait.spin = o.spin;
+  if (spin_given) {
+    std::string e;
+    if (!parse_spin_us(*o.spin_option, r.wait.spin, e)) usage("--spin: " + e);
+  }
   if (o.iters == 0 || o.iters < -1 || o.iters > (1ll << 40)) usage("--iters: must be at least 1 transfer");
   if (o.iters > 0) cfg.min_transfers = static_cast<std::uint64_t>(o.iters);
   if (!(o.duration >= 0 && o.duration <= 7 * 86400.0)) usage("--duration: must be 0 to 604800 seconds");

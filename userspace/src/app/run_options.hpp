@@ -2,6 +2,7 @@
 // option of RunCommandConfig and turns them into what the run uses, before anything is
 // opened or pinned. run_command calls it once, first.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,8 +18,12 @@ struct RunOptions {
   RunConfig cfg;                     // everything else the engine reads
   std::string peer_host;             // --connect's host (two-host runs), else ""
   std::uint16_t port = kDefaultPort; // --connect's port
-  WaitPolicy wait;                   // --busy-poll, --no-spin, or adaptive (default)
+  WaitPolicy wait;                   // --busy-poll, --no-spin, or adaptive (default; --spin)
 };
+
+// --spin's value: a whole number of microseconds, 0 to kMaxSpin (digits only: no sign,
+// unit or spaces). False with err, the rest of the one usage line after "--spin: ".
+bool parse_spin_us(const std::string& text, std::chrono::microseconds& out, std::string& err);
 
 // A bad option value throws UsageError; a size beyond this host's memory throws
 // UsageError (beyond MemTotal) or NotReadyError (beyond MemAvailable) unless --force.
