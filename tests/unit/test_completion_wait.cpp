@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
 #include <vector>
 
 #include "completion_wait.hpp"
@@ -105,35 +109,84 @@ TEST(CompletionWait, DefaultIsAdaptiveWithTheDocumentedSpin) {
   EXPECT_EQ(to_string(WaitMode::Event), "event");
 }
 
-TEST(CompletionWait, CompletionWithinTheSpinNeverSleeps) {
+namespace {
+
+// One completion at a scripted time, one wait(): what each policy does to reap it. The
+// columns are the counts on the fake CQ; every poll costs 1 us of the fake clock, so a
+// spin of S us is S empty polls, and the arm comes at the first poll past the spin.
+
+struct OneCompletion {
+  const char* what;
+  WaitPolicy policy;
+  Clock::duration lands;             // after t0
+  unsigned polls, arms, sleeps;
+  Clock::duration ends;              // after t0: when wait() returned
+  std::optional<Clock::duration> armed_at;  // after t0, when it armed
+};
+
+constexpr auto kWake = FakeCq::kWakeLatency;
+constexpr auto kPoll = FakeCq::kPollCost;
+
+void PrintTo(const OneCompletion& c, std::ostream* os) { *os << c.what; }
+
+}  // namespace
+
+class CompletionWaitOne : public ::testing::TestWithParam<OneCompletion> {};
+
+TEST_P(CompletionWaitOne, ReapsItAsThePolicySays) {
+  const OneCompletion& c = GetParam();
   FakeCq cq;
-  cq.land_at(20us);
-  CompletionWaiter w(policy(WaitMode::Adaptive), cq.hooks());
-  EXPECT_EQ(w.wait(cq.poller(), cq.t0 + 50ms), 1);
-  EXPECT_EQ(cq.arms, 0u);
-  EXPECT_EQ(cq.sleeps, 0u);
-  EXPECT_FALSE(w.armed());
-  EXPECT_EQ(cq.polls, 20u);  // one per microsecond of the fake clock
-  EXPECT_EQ(cq.t, cq.t0 + 20us);
+  cq.land_at(c.lands);
+  CompletionWaiter w(c.policy, cq.hooks());
+  const auto deadline = cq.t0 + 50ms;
+  EXPECT_EQ(w.wait(cq.poller(), deadline), 1);
+  EXPECT_EQ(cq.polls, c.polls);
+  EXPECT_EQ(cq.arms, c.arms);
+  EXPECT_EQ(cq.sleeps, c.sleeps);
+  EXPECT_EQ(cq.events, c.sleeps) << "every sleep here ends with the completion's event";
+  EXPECT_EQ(cq.t, cq.t0 + c.ends);
+  EXPECT_FALSE(w.armed()) << "no arm, or its event consumed: the next wait arms again";
+  if (c.armed_at) {
+    ASSERT_EQ(cq.arm_times.size(), 1u);
+    EXPECT_EQ(cq.arm_times[0], cq.t0 + *c.armed_at);
+  }
+  if (c.sleeps) {
+    // polled once more after the arm, then slept for what is left to the deadline
+    EXPECT_EQ(cq.sleep_times[0], cq.arm_times[0] + kPoll);
+    EXPECT_EQ(cq.sleep_lengths[0],
+              std::clamp(std::chrono::ceil<std::chrono::milliseconds>(deadline - cq.sleep_times[0]),
+                         1ms, kMaxSleep));
+  }
 }
 
-TEST(CompletionWait, CompletionAfterTheSpinArmsAndSleepsOnce) {
-  FakeCq cq;
-  cq.land_at(5ms);
-  CompletionWaiter w(policy(WaitMode::Adaptive), cq.hooks());
-  EXPECT_EQ(w.wait(cq.poller(), cq.t0 + 50ms), 1);
-  // spun for the whole bound (first empty poll at +1 us), armed once, polled once more,
-  // slept once until the event, reaped after the wake-up
-  ASSERT_EQ(cq.arms, 1u);
-  EXPECT_EQ(cq.arm_times[0], cq.t0 + 1us + kDefaultSpin);
-  ASSERT_EQ(cq.sleeps, 1u);
-  EXPECT_EQ(cq.sleep_times[0], cq.arm_times[0] + FakeCq::kPollCost);
-  EXPECT_EQ(cq.sleep_lengths[0], 50ms);  // what is left to the deadline, rounded up
-  EXPECT_EQ(cq.events, 1u);
-  EXPECT_EQ(cq.polls, 51u + 1u + 1u);
-  EXPECT_EQ(cq.t, cq.t0 + 5ms + FakeCq::kWakeLatency + FakeCq::kPollCost);
-  EXPECT_FALSE(w.armed());  // the event was consumed: the next wait arms again
-}
+// (the first empty poll is at +1 us; the spin starts there)
+INSTANTIATE_TEST_SUITE_P(
+    Policies, CompletionWaitOne,
+    ::testing::Values(
+        // the default: a completion within the spin is reaped without a wake-up
+        OneCompletion{"within the default spin", policy(WaitMode::Adaptive), 20us, 20, 0, 0, 20us, {}},
+        // ... one after it: the whole spin, an arm, one more poll, one sleep to the event
+        OneCompletion{"after the default spin", policy(WaitMode::Adaptive), 5ms,
+                      static_cast<unsigned>(kDefaultSpin / 1us) + 1 + 1 + 1, 1, 1,
+                      5ms + kWake + kPoll, 1us + kDefaultSpin},
+        OneCompletion{"within a 200 us spin", policy(WaitMode::Adaptive, 200us), 150us, 150, 0, 0, 150us, {}},
+        OneCompletion{"after a 1000 us spin", policy(WaitMode::Adaptive, 1000us), 5ms, 1001 + 1 + 1, 1, 1,
+                      5ms + kWake + kPoll, 1001us},
+        // busy-poll: a poll every microsecond until it lands, never an arm or a sleep
+        OneCompletion{"busy-poll", policy(WaitMode::BusyPoll), 5ms, 5000, 0, 0, 5ms, {}},
+        // event mode: an arm at the first empty poll, though the default spin would have
+        // caught it (empty, empty again after the arm, the completion after the wake)
+        OneCompletion{"event mode", policy(WaitMode::Event), 20us, 3, 1, 1, 20us + kWake + kPoll, 1us},
+        OneCompletion{"event mode ignores a spin", policy(WaitMode::Event, 1000us), 20us, 3, 1, 1,
+                      20us + kWake + kPoll, 1us},
+        OneCompletion{"adaptive with a zero spin is the event mode", policy(WaitMode::Adaptive, 0us), 20us,
+                      3, 1, 1, 20us + kWake + kPoll, 1us}),
+    [](const ::testing::TestParamInfo<OneCompletion>& i) {
+      std::string n;
+      for (const char* p = i.param.what; *p; ++p)
+        n += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
+      return n;
+    });
 
 TEST(CompletionWait, CompletionBetweenTheLastPollAndTheArmIsReapedWithoutSleeping) {
   FakeCq cq;
@@ -178,60 +231,31 @@ TEST(CompletionWait, AStaleEventIsConsumedAndTheCqArmedAgain) {
   EXPECT_EQ(cq.t, cq.t0 + 20ms + FakeCq::kWakeLatency + FakeCq::kPollCost);
 }
 
-TEST(CompletionWait, BusyPollNeverArmsNorSleeps) {
-  FakeCq cq;
-  cq.land_at(5ms);
-  CompletionWaiter w(policy(WaitMode::BusyPoll), cq.hooks());
-  EXPECT_EQ(w.wait(cq.poller(), cq.t0 + 50ms), 1);
-  EXPECT_EQ(cq.arms, 0u);
-  EXPECT_EQ(cq.sleeps, 0u);
-  EXPECT_EQ(cq.polls, 5000u);
-  // nothing comes: it spins to the deadline and returns 0
-  FakeCq idle;
-  CompletionWaiter i(policy(WaitMode::BusyPoll), idle.hooks());
-  EXPECT_EQ(i.wait(idle.poller(), idle.t0 + 2ms), 0);
-  EXPECT_EQ(idle.arms + idle.sleeps, 0u);
-  EXPECT_EQ(idle.polls, 2000u);
-}
-
-TEST(CompletionWait, NoSpinArmsAtTheFirstEmptyPoll) {
-  FakeCq cq;
-  cq.land_at(20us);  // would have been caught by the default spin
-  CompletionWaiter w(policy(WaitMode::Event), cq.hooks());
-  EXPECT_EQ(w.wait(cq.poller(), cq.t0 + 50ms), 1);
-  ASSERT_EQ(cq.arms, 1u);
-  EXPECT_EQ(cq.arm_times[0], cq.t0 + 1us);
-  EXPECT_EQ(cq.sleeps, 1u);
-  EXPECT_EQ(cq.polls, 3u);  // empty, empty again after the arm, the completion after the wake
-  // a spin set on the policy does not apply to the event mode
-  FakeCq e;
-  e.land_at(20us);
-  CompletionWaiter we(policy(WaitMode::Event, 1000us), e.hooks());
-  EXPECT_EQ(we.wait(e.poller(), e.t0 + 50ms), 1);
-  EXPECT_EQ(e.sleeps, 1u);
-}
-
-TEST(CompletionWait, ZeroSpinAdaptiveIsTheEventMode) {
-  FakeCq cq;
-  cq.land_at(20us);
-  CompletionWaiter w(policy(WaitMode::Adaptive, 0us), cq.hooks());
-  EXPECT_EQ(w.wait(cq.poller(), cq.t0 + 50ms), 1);
-  EXPECT_EQ(cq.arms, 1u);
-  EXPECT_EQ(cq.sleeps, 1u);
-  EXPECT_EQ(cq.polls, 3u);
-}
-
 TEST(CompletionWait, DeadlineBoundsEveryMode) {
-  for (auto m : {WaitMode::Adaptive, WaitMode::Event, WaitMode::BusyPoll}) {
+  // nothing ever lands: each mode returns 0 at the deadline; busy-poll never arms and
+  // polls every microsecond of it, the others arm once and sleep the rest
+  struct Case {
+    WaitMode mode;
+    unsigned arms;
+    std::optional<unsigned> polls;
+  };
+  for (const Case& c : {Case{WaitMode::Adaptive, 1, {}}, Case{WaitMode::Event, 1, {}},
+                        Case{WaitMode::BusyPoll, 0, 30000}}) {
+    SCOPED_TRACE(to_string(c.mode));
     FakeCq cq;
-    CompletionWaiter w(policy(m), cq.hooks());
-    EXPECT_EQ(w.wait(cq.poller(), cq.t0 + 30ms), 0) << to_string(m);
-    EXPECT_GE(cq.t, cq.t0 + 30ms) << to_string(m);
-    EXPECT_LT(cq.t, cq.t0 + 32ms) << to_string(m);
+    CompletionWaiter w(policy(c.mode), cq.hooks());
+    EXPECT_EQ(w.wait(cq.poller(), cq.t0 + 30ms), 0);
+    EXPECT_GE(cq.t, cq.t0 + 30ms);
+    EXPECT_LT(cq.t, cq.t0 + 32ms);
+    EXPECT_EQ(cq.arms, c.arms);
+    EXPECT_EQ(cq.sleeps > 0, c.arms > 0);
+    if (c.polls) {
+      EXPECT_EQ(cq.polls, *c.polls);
+    }
     // a deadline already passed: one poll, no waiting
     FakeCq now;
-    CompletionWaiter n(policy(m), now.hooks());
-    EXPECT_EQ(n.wait(now.poller(), now.t0), 0) << to_string(m);
+    CompletionWaiter n(policy(c.mode), now.hooks());
+    EXPECT_EQ(n.wait(now.poller(), now.t0), 0);
     EXPECT_EQ(now.polls, 1u);
     EXPECT_EQ(now.arms + now.sleeps, 0u);
   }
