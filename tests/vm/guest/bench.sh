@@ -3,9 +3,9 @@
 # rxe-kvfix in one boot, run inside a guest booted by vmhost/vm-run on kernel K with
 # rxe-kvfix installed by DKMS before boot.
 #
-#   bench.sh K [short|full [PARTS]]     PARTS: comma list of reg,bw,frag (default all)
+#   bench.sh K [short|full [PARTS]]     PARTS: comma list of reg,bw,defaults,frag (default all)
 #
-# Three parts, in this order (each module is loaded and unloaded once per round):
+# Four parts, in this order (each module is loaded and unloaded once per round):
 #   1. reg   registration cost, interleaved: ROUNDS rounds in ABBA order (stock, fixed,
 #            fixed, stock, ...); a round loads its module, adds rxe0 and runs, per size
 #            of SIZES_BOTH (64 MiB .. 1 GiB), `rxe-verify churn -s SIZE --count REG_REPS` (one region,
@@ -21,6 +21,10 @@
 #            pipelined, verified loops against ib_write_bw/ib_read_bw in interleaved
 #            ABBA pairs, and in the full form the verified full span of 1 GiB + 16 B
 #            beside ib_write_bw over a 1026 MiB MR) -> bw-pairs.tsv, bw-span.tsv
+#   2b. defaults  on rxe-kvfix, in the bandwidth part's module load when both run:
+#            guest/defaults.sh FORM (rxe-verify and perftest each at its own defaults,
+#            same message size and bytes, interleaved; rxe-verify's waiting modes with the
+#            CPU each run spent) -> defaults-pairs.tsv, wait-pairs.tsv
 #   3. frag  the fragmented guest on purpose: rxe-fragment (tests/vm/tools/fragment.c)
 #            fills memory and holds one mlocked page in every 2 MiB block; then
 #            FRAG_ROUNDS rounds in ABBA order register each of FRAG_SIZES once
@@ -30,10 +34,13 @@
 #
 # Forms: short (CI, within the harness budget; proves the design runs, decides little):
 # 4 registration rounds (2 pairs) of 5 registrations of 64M 256M 1G, bw.sh short (3 pairs
-# of 64K and 1M), 2 fragmented rounds (1 pair) of 640M 1G; full (make bench, ~11G guest):
+# of 64K and 1M), defaults.sh short (one pair at 64 KiB, perftest WRITE only, three
+# waiting modes once: ~25 s, an estimate), 2 fragmented rounds (1 pair) of 640M 1G;
+# full (make bench, ~11G guest):
 # 40 rounds (20 pairs: what the registration targets need to be decided) of 5
 # registrations of 64M 128M 256M 512M 1G, then 20 of each of 2/4/8 GiB on rxe-kvfix,
-# bw.sh full (5 pairs of 64K, 1M, 8M and 64M, the full span), 6 fragmented
+# bw.sh full (5 pairs of 64K, 1M, 8M and 64M, the full span), defaults.sh full (5 pairs
+# of 64K, 1M and 8M, WRITE and READ; six waiting modes x 5 rounds), 6 fragmented
 # rounds (3 pairs) of 256M 512M 640M 1G.
 #
 # Raw outputs go to /results; tests/bench/render collects them into results.json and
@@ -41,7 +48,7 @@
 # crashed, unparsable output, rxe-kvfix refusing a size); a stock failure is a figure.
 set -euo pipefail
 
-usage() { echo "Usage: bench.sh KERNELRELEASE [short|full [reg,bw,frag]]"; }
+usage() { echo "Usage: bench.sh KERNELRELEASE [short|full [reg,bw,defaults,frag]]"; }
 # shellcheck source=tests/vm/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-bench 1 4 "$@"
@@ -57,8 +64,8 @@ full)
 	;;
 *) echo "bench.sh: form must be short or full, not '$FORM'" >&2; exit 2 ;;
 esac
-PARTS=${3:-reg,bw,frag}
-[[ ,$PARTS, =~ ^,((reg|bw|frag),)+$ ]] || { echo "bench.sh: PARTS must be a comma list of reg, bw and frag, not '$PARTS'" >&2; exit 2; }
+PARTS=${3:-reg,bw,defaults,frag}
+[[ ,$PARTS, =~ ^,((reg|bw|defaults|frag),)+$ ]] || { echo "bench.sh: PARTS must be a comma list of reg, bw, defaults and frag, not '$PARTS'" >&2; exit 2; }
 part() { [[ ,$PARTS, == *,$1,* ]]; }
 FRAG=/usr/local/bin/rxe-fragment
 FRAG_PID=''
@@ -278,18 +285,26 @@ fi
 
 # ================================================================ 2. bandwidth
 # on rxe-kvfix only: the tool comparison (rxe-verify against perftest); the module's data path is the same
-# code on both modules, only the page table's allocation differs
-if part bw; then
-	kv t_bw_start "$(now)"
-	t_start "$K bench bw: rxe-kvfix loads"
+# code on both modules, only the page table's allocation differs. The defaults part
+# (2b) runs in the same module load: its own rxe device, its own times in bench-env.txt
+if part bw || part defaults; then
+	t_start "$K bench bw/defaults: rxe-kvfix loads"
 	if mod_load fixed 2>"$OUT/bw-fixed.err"; then
 		t_pass
-		"$SRC/tests/vm/guest/bw.sh" "$FORM" || true # its results are its own lines
-		t_check "$K bench bw: rxe-kvfix unloads" mod_unload fixed
+		if part bw; then
+			kv t_bw_start "$(now)"
+			"$SRC/tests/vm/guest/bw.sh" "$FORM" || true # its results are its own lines
+			kv t_bw_end "$(now)"
+		fi
+		if part defaults; then
+			kv t_defaults_start "$(now)"
+			"$SRC/tests/vm/guest/defaults.sh" "$FORM" || true # its results are its own lines
+			kv t_defaults_end "$(now)"
+		fi
+		t_check "$K bench bw/defaults: rxe-kvfix unloads" mod_unload fixed
 	else
 		t_fail "$(head -c 300 "$OUT/bw-fixed.err")"
 	fi
-	kv t_bw_end "$(now)"
 fi
 
 # ============================================================= 3. the fragmented guest
