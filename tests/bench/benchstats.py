@@ -204,15 +204,19 @@ AT_LIMIT = 10.0
 AT_LIMIT_WORDS = " (the estimate sits on the limit, closer to it than a tenth of its interval: no feasible run decides it)"
 
 
-def ratio_interval(ratios, limit):
+def ratio_interval(ratios, limit, at_least=False):
     """Paired ratios (fixed/stock) -> their geometric mean with a 95 % t-interval (on the
     logs) and the verdict on 'ratio <= limit': met when the interval's top is at or under
     limit, not met when its bottom is above it, else undecided, with the number of pairs
     that would decide it at the measured spread, and at_limit when the mean sits on the
-    limit (within a tenth of the interval's half-width: a hundred times the pairs or more)."""
+    limit (within a tenth of the interval's half-width: a hundred times the pairs or more).
+    at_least: the verdict on 'ratio >= limit' instead (met when the bottom is at or above
+    limit, not met when the top is under it); the interval and the counts are the same."""
     v = [r for r in ratios if r and r > 0]
     d = {"n": len(v), "limit": limit, "geomean": None, "lo": None, "hi": None, "verdict": "undecided",
          "pairs_needed": None, "at_limit": False}
+    if at_least:
+        d["at_least"] = True
     if len(v) < 2:
         d["why"] = f"{len(v)} pair(s): an interval needs two"
         return d
@@ -221,9 +225,9 @@ def ratio_interval(ratios, limit):
     half = t95(len(v) - 1) * sd / math.sqrt(len(v))
     d.update(geomean=math.exp(m), lo=math.exp(max(-700.0, m - half)), hi=math.exp(min(700.0, m + half)), sd_log=sd)
     gap = abs(math.log(limit) - m)
-    if d["hi"] <= limit:
+    if (d["lo"] >= limit) if at_least else (d["hi"] <= limit):
         d["verdict"] = "met"
-    elif d["lo"] > limit:
+    elif (d["hi"] < limit) if at_least else (d["lo"] > limit):
         d["verdict"] = "not met"
     else:
         d["at_limit"] = gap < half / AT_LIMIT

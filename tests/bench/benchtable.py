@@ -2,6 +2,7 @@
 import os
 import re
 
+import benchdefaults
 import benchpeer
 from benchstats import AT_LIMIT_WORDS, MIB, WIDE, MIN_PAIRS, fmt_mib, size_text
 
@@ -151,7 +152,9 @@ def markdown(res, plots, notes_path):
         p(f"| host CPU outside QEMU | {host_cpu_text(env['host_cpu'])} (from /proc/stat and QEMU's /proc/PID/stat every 5 s) |")
     ps = env.get("part_seconds") or {}
     p(f"| VM wall time | {env.get('vm_wall_seconds')} s (registration {ps.get('registration') or 0:.0f} s, "
-      f"bandwidth {ps.get('bandwidth') or 0:.0f} s, fragmented {ps.get('fragmented') or 0:.0f} s) |")
+      f"bandwidth {ps.get('bandwidth') or 0:.0f} s, "
+      + (f"defaults {ps['defaults']:.0f} s, " if ps.get("defaults") else "")
+      + f"fragmented {ps.get('fragmented') or 0:.0f} s) |")
     p(f"| when, commit | {env.get('date_start')} – {env.get('date_end')}, {env.get('commit')} |")
     p(f"| modules | stock: `{env.get('stock_module')}`; rxe-kvfix: `{env.get('fixed_module')}` |")
     p("")
@@ -345,6 +348,7 @@ def markdown(res, plots, notes_path):
             p(f"| {what} | {'–' if 'write' not in v else format(v['write'], '.1f')} | {'–' if 'read' not in v else format(v['read'], '.1f')} |")
         p("")
     plot("bw.png", "bandwidth: rxe-verify against perftest per pair")
+    benchdefaults.section(res, p)
     return "\n".join(L) + "\n"
 
 

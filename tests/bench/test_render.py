@@ -97,6 +97,20 @@ class Stats(unittest.TestCase):
         self.assertEqual(bs.ratio_interval([1.0], 1.05)["verdict"], "undecided")
         self.assertEqual(bs.ratio_interval([], 1.05)["n"], 0)
 
+    def test_ratio_interval_at_least(self):
+        # 'ratio >= limit': the same interval, the verdict the other way round
+        tight_above = [0.99, 1.0, 1.01, 1.0, 0.995]
+        self.assertEqual(bs.ratio_interval(tight_above, 0.95, at_least=True)["verdict"], "met")
+        self.assertEqual(bs.ratio_interval(tight_above, 0.95)["verdict"], "not met")
+        below = bs.ratio_interval([0.85, 0.86, 0.84, 0.85, 0.855], 0.95, at_least=True)
+        self.assertEqual(below["verdict"], "not met")
+        wide = bs.ratio_interval([0.9, 1.02, 0.85, 1.05, 0.97], 0.95, at_least=True)
+        self.assertEqual(wide["verdict"], "undecided")
+        self.assertGreater(wide["pairs_needed"], 5)
+        self.assertEqual({k: v for k, v in wide.items() if k != "at_least"},
+                         bs.ratio_interval([0.9, 1.02, 0.85, 1.05, 0.97], 0.95) | {"verdict": "undecided"})
+        self.assertNotIn("at_least", bs.ratio_interval(tight_above, 0.95))
+
     def test_flatness_interval(self):
         tight = [1.0, 1.01, 0.99, 1.0]
         self.assertEqual(bs.flatness_interval([(1, tight), (2, [x * 1.02 for x in tight])], 0.15)["verdict"], "met")
@@ -397,6 +411,119 @@ class Render(unittest.TestCase):
         out = self.run_render("collect", self.d)
         self.assertEqual(out.returncode, 1)
         self.assertIn("header is", out.stderr)
+
+    def write_defaults(self, ratios, pt26=True, short=False):
+        """defaults-pairs.tsv as guest/defaults.sh writes it: {(msg, op): [rxe-verify/perftest per pair]};
+        and wait-pairs.tsv: two rounds of three modes at 64K (busy-poll spends twice the CPU)."""
+        import benchdefaults
+        rows = ["\t".join(benchdefaults.DF_HEAD)]
+        for (msg, op), rs in ratios.items():
+            for n, r in enumerate(rs, 1):
+                o = "rv,pt,pt26" if n % 2 else "pt26,pt,rv"
+                b = bs.size_bytes("32M" if short else "64M")
+                rows.append(f"{msg}\t{op}\t{n}\trxe-verify\t{30 * r:.3f}\t{29 * r:.3f}\t{b}\t{n % 2}\t{o}\t1.0\tNA")
+                rows.append(f"{msg}\t{op}\t{n}\tperftest\t30.00\tNA\t{b}\t2\t{o}\t1.0\tNA")
+                if pt26:
+                    rows.append(f"{msg}\t{op}\t{n}\tperftest26\t31.00\tNA\t{b}\t0\t{o}\t1.0\tNA")
+                    rows.append(f"{msg}\t{op}\t{n}\tperftest26-validated\t{'NA' if n == 2 else '20.00'}\tNA\t{b}\t0\t{o}\t1.0\t{'NA' if n == 2 else b}")
+        open(os.path.join(self.d, "defaults-pairs.tsv"), "w").write("\n".join(rows) + "\n")
+        w = ["\t".join(benchdefaults.WT_HEAD)]
+        for n in (1, 2):
+            for mode, wm, spin, cpu in (("default", "adaptive", "50", 1.0), ("busy-poll", "busy_poll", "NA", 2.0),
+                                        ("no-spin", "event", "0", 0.9)):
+                # 128 MiB moved (64 MiB each way): CPU s per GiB = 8 x the run's seconds
+                w.append(f"64K\t{n}\t{mode}\t{wm}\t{spin}\t{30 + n}\t{31 + n}\t29\t30\t134217728\t{cpu * 0.75}\t{cpu * 0.25}\t5.0\tx\t1.0")
+        open(os.path.join(self.d, "wait-pairs.tsv"), "w").write("\n".join(w) + "\n")
+
+    def test_defaults_part_met_not_met_undecided(self):
+        self.write_defaults({("64K", "write"): [1.00, 1.01, 0.99, 1.00, 1.005],   # met
+                             ("1M", "write"): [0.85, 0.86, 0.84, 0.85, 0.855],   # not met
+                             ("8M", "read"): [0.90, 1.02, 0.85, 1.05, 0.97]})    # undecided
+        open(os.path.join(self.d, "bench-env.txt"), "a").write("t_defaults_start=1000\nt_defaults_end=1150\n")
+        res = self.collect()
+        per = {(x["msg_text"], x["op"]): x for x in res["defaults"]["pairs"]}
+        self.assertEqual(per[("64 KiB", "write")]["ratio"]["verdict"], "met")
+        self.assertEqual(per[("1 MiB", "write")]["ratio"]["verdict"], "not met")
+        u = per[("8 MiB", "read")]["ratio"]
+        self.assertEqual(u["verdict"], "undecided")
+        self.assertAlmostEqual(u["median"], 0.97)
+        self.assertEqual(per[("8 MiB", "read")]["retries"], {"rxe-verify": 3, "perftest": 10, "perftest26": 0,
+                                                              "perftest26-validated": 0})
+        self.assertEqual(per[("8 MiB", "read")]["no_figure"], 1)  # pair 2's validated run
+        self.assertEqual(per[("1 MiB", "write")]["MiBps"]["perftest26-validated"]["n"], 4)
+        (t,) = [x for x in res["targets"] if x["target"].startswith("at defaults: rxe-verify ≥ 0.95")]
+        self.assertEqual(t["verdict"], "not met")
+        self.assertIn("1 MiB WRITE 0.851 [", t["why"])
+        self.assertIn("not met: the whole interval is under 0.95: decided at this spread; meeting it needs rxe-verify 12% faster", t["why"])
+        self.assertRegex(t["why"], r"8 MiB READ 0\.95\d \[0\.\d+–1\.\d+, 5 pairs\] undecided: about \d+ pairs would decide it "
+                                   r"at the measured spread, or an interval of ±\d+\.\d% around the geometric mean \(now ±\d+\.\d%\)")
+        self.assertIn("64 KiB WRITE 1.001 [", t["why"])
+        self.assertEqual(res["environment"]["part_seconds"]["defaults"], 150)
+        (w,) = res["defaults"]["wait"]
+        modes = {m["mode"]: m for m in w["modes"]}
+        self.assertEqual(set(modes), {"default", "busy-poll", "no-spin"})
+        self.assertAlmostEqual(modes["busy-poll"]["cpu_per_gib"]["median"], 16.0)
+        self.assertAlmostEqual(modes["default"]["sys_per_gib"]["median"], 2.0)
+        self.assertEqual((modes["default"]["spin_us"], modes["busy-poll"]["spin_us"]), (50, None))
+        self.assertEqual(modes["no-spin"]["write"]["median"], 31.5)
+        # the page, from the results and from the summary alike
+        res_p, summ = os.path.join(self.d, "results.json"), os.path.join(self.d, "summary.json")
+        self.assertEqual(self.run_render("summarize", res_p, "-o", summ).returncode, 0)
+        pages = []
+        for src in (res_p, summ):
+            md = os.path.join(self.d, os.path.basename(src) + ".md")
+            out = self.run_render("table", src, "-o", md, "--no-plots")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            pages.append(open(md).read())
+        self.assertEqual(pages[0], pages[1])
+        page = pages[0]
+        self.assertIn("- **not met** — at defaults: rxe-verify ≥ 0.95 × perftest unverified", page)
+        self.assertIn("## At defaults: rxe-verify and perftest as a user first runs them", page)
+        self.assertIn("| 1 MiB | WRITE | 5 (1 run without a figure) | 25.5 (25.2–25.8) | 30.0 (30.0–30.0) | 0.85 [0.84–0.86] | "
+                      "0.851 [0.842–0.860] not met | 31.0 (31.0–31.0) | 0.82 [0.81–0.83] | 20.0 (20.0–20.0) | 3 / 10 / 0 |", page)
+        self.assertIn("| 64 KiB | --busy-poll | – | 2 | 31.5 (31.0–32.0) | 32.5 (32.0–33.0) | 16.000 (16.000–16.000) | 4.000 (4.000–4.000) |", page)
+        self.assertIn("| 64 KiB | default (adaptive) | 50 | 2 |", page)
+        self.assertIn("defaults 150 s, ", page)
+        self.assertNotIn('"samples"', open(summ).read())
+        self.assertIn("8 MiB READ 1: 0.90, 2: 1.02", page)
+
+    def test_defaults_short_form_one_pair_is_undecided(self):
+        self.write_defaults({("64K", "write"): [0.97]}, pt26=False, short=True)
+        res = self.collect()
+        (t,) = [x for x in res["targets"] if x["target"].startswith("at defaults:")]
+        self.assertEqual(t["verdict"], "undecided")
+        self.assertIn("64 KiB WRITE [1 pairs] undecided: 1 pair(s): an interval needs two (the full form runs 5)", t["why"])
+        md = os.path.join(self.d, "R.md")
+        self.assertEqual(self.run_render("table", os.path.join(self.d, "results.json"), "-o", md, "--no-plots").returncode, 0)
+        self.assertIn("| 64 KiB | WRITE | 1 | 29.1 (29.1–29.1) | 30.0 (30.0–30.0) | 0.97 [0.97–0.97] | – undecided | – | – | – | 1 / 2 / – |",
+                      open(md).read())
+
+    def test_no_defaults_part(self):
+        # a boot without the part: the target undecided and why, the page says it did not run
+        res = self.collect()
+        self.assertIsNone(res["defaults"])
+        (t,) = [x for x in res["targets"] if x["target"].startswith("at defaults:")]
+        self.assertEqual((t["verdict"], t["why"]), ("undecided", "no defaults-pairs.tsv: the defaults part did not run "
+                                                                  "(bench_parts) or gave no pair"))
+        md = os.path.join(self.d, "R.md")
+        self.assertEqual(self.run_render("table", os.path.join(self.d, "results.json"), "-o", md, "--no-plots").returncode, 0)
+        self.assertIn("Not run in this boot: the part `defaults`", open(md).read())
+
+    def test_committed_summary_without_the_defaults_part_still_renders(self):
+        # tests/bench/summary.json predates the part: the page renders and says it was not run
+        out = self.run_render("table", os.path.join(HERE, "summary.json"), "-o", os.path.join(self.d, "C.md"),
+                              "--plots", HERE, "--notes", os.path.join(HERE, "plot-notes.txt"))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        page = open(os.path.join(self.d, "C.md")).read()
+        self.assertIn("## At defaults: rxe-verify and perftest as a user first runs them\n\nNot run in this boot", page)
+        self.assertIn("## RDMA bandwidth", page)
+
+    def test_defaults_bad_header(self):
+        open(os.path.join(self.d, "wait-pairs.tsv"), "w").write("msg_size\tmode\n")
+        out = self.run_render("collect", self.d, "-o", os.path.join(self.d, "r.json"))
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("wait-pairs.tsv: header is", out.stderr)
+        self.assertEqual(len(out.stderr.strip().splitlines()), 1)
 
     def test_not_a_directory(self):
         out = self.run_render("collect", os.path.join(self.d, "nope"))
