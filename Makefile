@@ -205,8 +205,9 @@ deb: dist
 demo:
 	tests/demo
 
-# Registration cost (interleaved ABBA rounds), kernel memory, bandwidth and the
-# fragmented guest, stock rdma_rxe beside rxe-kvfix in one VM boot (full form; CI runs
+# Registration cost (interleaved ABBA rounds), kernel memory, bandwidth, both tools at
+# their own defaults with rxe-verify's waiting modes and their CPU, and the fragmented
+# guest, stock rdma_rxe beside rxe-kvfix in one VM boot (full form; CI runs
 # the short form): rewrites tests/bench/RESULTS.md, tests/bench/summary.json (the figures
 # it is rendered from) and the plots tests/bench/*.png (gnuplot). BENCH_OUT: the raw
 # per-run outputs, the samples (vm/bench-KERNEL/results.json) among them. PERFTEST_SRC: a
