@@ -87,7 +87,9 @@ if [[ $PHASE != purge ]]; then
 	# chroot uname -r is the host's): already installed, so apt changes nothing (offline)
 	K0=${1%%:*}
 	t_start "$ROOTNAME: README's apt install dkms linux-headers-\$(uname -r) (for $K0): exit 0, nothing to change"
-	if out=$(apt install dkms "linux-headers-$K0" </dev/null 2>&1) && grep -q '^0 upgraded, 0 newly installed, 0 to remove' <<<"$out"; then
+	# (apt 3 sums up as "Upgrading: 0, Installing: 0, Removing: 0", apt 2 as "0 upgraded, ...")
+	if out=$(apt install dkms "linux-headers-$K0" </dev/null 2>&1) &&
+		grep -qE '^0 upgraded, 0 newly installed, 0 to remove|^ *Upgrading: 0, Installing: 0, Removing: 0' <<<"$out"; then
 		t_pass
 	else
 		t_fail "$(tail -n 3 <<<"$out" | tr '\n' ' ' | cut -c1-300)"
