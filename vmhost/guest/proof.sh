@@ -14,6 +14,9 @@
 #            ib_write_bw over a 1026 MiB MR must fail; --split 4 (the
 #            workaround) passes and probe puts the boundary at <= 1 GiB
 #   fixed-quick  our module is loaded and 1 GiB + 16 B passes (upgrade scenario)
+#   readme   our module loaded, README's "Verify" as a user types it: rxe-verify
+#            doctor (ready), then rxe-verify run -s 1G,2G --offset 16 (text output,
+#            its defaults) passes
 #   fixed    our module (resolved by modprobe, checked): 1 GiB, 1 GiB+16 B, 1025 MiB, 2 GiB
 #            and 4 GiB pass sampled loops, 1 GiB passes the full-span loop,
 #            ib_write_bw and ib_read_bw pass over 1026 MiB MRs, probe reaches
@@ -34,7 +37,7 @@
 # /results/<phase>-<size>.json for the side-by-side table.
 set -uo pipefail
 
-usage() { echo "Usage: proof.sh KERNELRELEASE EXPECT [control|stock,fixed|fixed|fixed-quick|stock-short,fixed-short|stock=KO,fixed=KO [\"ib_write_bw ib_read_bw\"]]"; }
+usage() { echo "Usage: proof.sh KERNELRELEASE EXPECT [control|stock,fixed[,readme]|fixed|fixed-quick|stock-short,fixed-short|stock=KO,fixed=KO [\"ib_write_bw ib_read_bw\"]]"; }
 # shellcheck source=vmhost/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-proof 2 "" "$@"
@@ -140,7 +143,7 @@ for SPEC in ${PHASES//,/ }; do
 			continue
 		fi
 		;;
-	fixed | fixed-quick | fixed-short)
+	fixed | fixed-quick | fixed-short | readme)
 		t_start "$K $L: modprobe rdma_rxe resolves to and loads rxe-kvfix"
 		path=$(modinfo -n rdma_rxe 2>/dev/null)
 		if [[ $path == "/lib/modules/$K$DKMS_DEST"/rdma_rxe.ko* ]] && modprobe rdma_rxe && rxe_flavor rxe-kvfix; then
@@ -238,21 +241,6 @@ for SPEC in ${PHASES//,/ }; do
 		done
 		# the full span, probe and perftest only in the full fixed phase
 		if [[ $PHASE == fixed ]]; then
-			# README's "Verify", as a user types it once the fixed module is loaded:
-			# doctor, then run with README's sizes and offset (text output, defaults).
-			# Once a run: on the kernel that also runs perftest (the primary one)
-			if [[ -n $PERFTEST_TOOLS ]]; then
-				t_start "$K $L: README's rxe-verify run -s 1G,2G --offset 16 (after rxe-verify doctor: ready), as typed: pass"
-				rc=0 drc=0
-				"$RV" doctor >"$OUT/readme-doctor.txt" 2>&1 || drc=$?
-				timeout "$RUN_LIMIT" "$RV" run -s 1G,2G --offset 16 >"$OUT/readme-run.txt" 2>&1 || rc=$?
-				if ((drc == 0 && rc == 0)) && grep -q '^verdict: pass$' "$OUT/readme-run.txt" &&
-					[[ $(grep -cE '^(1|2) GiB @\+16 +(WRITE|READ) ' "$OUT/readme-run.txt") == 4 ]]; then
-					t_pass
-				else
-					t_fail "doctor exit $drc ($(grep -m1 '^PROBLEM' "$OUT/readme-doctor.txt")), run exit $rc: $(tail -n 3 "$OUT/readme-run.txt" | tr '\n' ' ')"
-				fi
-			fi
 			t_start "$K $L: 1G+16 B passes the full-span WRITE/READ loop (every byte both ways)"
 			f=$(rv fixed 1G 16 full)
 			if [[ $(cat "$f.rc") == 0 && $(jget "$f" 'r["result"] == "pass" and r["verified_bytes"] >= 2 * r["size"]') == true ]]; then
@@ -276,6 +264,18 @@ for SPEC in ${PHASES//,/ }; do
 					t_fail "$(cat "$OUT/fixed-$tool-$PT_SIZE.rc"): $(tail -n2 "$OUT/fixed-$tool-$PT_SIZE.client" | tr '\n' ' ')"
 				fi
 			done
+		fi
+		;;
+	readme)
+		t_start "$K $L: README's rxe-verify run -s 1G,2G --offset 16 (after rxe-verify doctor: ready), as typed: pass"
+		rc=0 drc=0
+		"$RV" doctor >"$OUT/readme-doctor.txt" 2>&1 || drc=$?
+		timeout "$RUN_LIMIT" "$RV" run -s 1G,2G --offset 16 >"$OUT/readme-run.txt" 2>&1 || rc=$?
+		if ((drc == 0 && rc == 0)) && grep -q '^verdict: pass$' "$OUT/readme-run.txt" &&
+			[[ $(grep -cE '^(1|2) GiB @\+16 +(WRITE|READ) ' "$OUT/readme-run.txt") == 4 ]]; then
+			t_pass
+		else
+			t_fail "doctor exit $drc ($(grep -m1 '^PROBLEM' "$OUT/readme-doctor.txt")), run exit $rc: $(tail -n 3 "$OUT/readme-run.txt" | tr '\n' ' ')"
 		fi
 		;;
 	esac
