@@ -117,19 +117,18 @@ TEST(RunOptionsSpin, ConflictsAndBadValuesAreUsageErrors) {
     std::optional<std::string> spin;
     const char* line;
   };
+  const char* const spin_and_busy_poll =
+      "--spin and --busy-poll: pick one (--busy-poll spins without a bound; --spin USEC "
+      "spins that long, then sleeps)";
   for (const Case& c :
        {Case{true, true, std::nullopt,
              "--busy-poll and --no-spin: pick one (spin only, or sleep at once; neither: spin "
              "briefly, then sleep)"},
-        Case{true, false, "200",
-             "--spin and --busy-poll: pick one (--busy-poll spins without a bound; --spin USEC "
-             "spins that long, then sleeps)"},
+        Case{true, false, "200", spin_and_busy_poll},
         Case{false, true, "200",
              "--spin and --no-spin: pick one (--no-spin sleeps at once, as --spin 0 does)"},
         // a bad value beside a conflicting mode: the conflict is named first
-        Case{true, false, "x",
-             "--spin and --busy-poll: pick one (--busy-poll spins without a bound; --spin USEC "
-             "spins that long, then sleeps)"},
+        Case{true, false, "x", spin_and_busy_poll},
         Case{false, false, "fast",
              "--spin: 'fast' is not a number of microseconds; use a whole number of "
              "microseconds from 0 to 1000000 (e.g. --spin 200)"},
