@@ -34,6 +34,62 @@ def churn_doc(size, regs, failed_after=None):
     return doc
 
 
+def write(d, name, text):
+    with open(os.path.join(d, name), "w") as f:
+        f.write(text)
+
+
+def write_run(d, env="form=short\nrounds=6\nreg_reps=3\nfrag_rounds=4\n", host="", reg=True, frag=True, ticks=False):
+    """The raw outputs of one bench boot (render collect DIR): registration (6 ABBA rounds at
+    1 GiB, rxe-kvfix 10 % faster, and 2 GiB on rxe-kvfix alone) and the fragmented guest (4
+    rounds, stock fails), bench-env.txt and bench-host.txt with the env and host lines
+    given; ticks: the host samples carry CPU ticks (2 cores, 0.02 of them outside QEMU)."""
+    write(d, "bench-env.txt", env)
+    write(d, "bench-host.txt", "host_loadavg_start=1.0 1.0 1.0 1/1 1\nhost_loadavg_end=1.0 1.0 1.0 1/1 1\n" + host
+          + ("host_nproc=2\nhost_clk_tck=100\n" if ticks else ""))
+    write(d, "bench-host-load.tsv", "epoch\tload1\tload5\tload15\n" + "".join(
+        f"{1000 + 5 * i}\t2.0\t1\t1" + (f"\t{182 * 5 * i}\t{180 * 5 * i}" if ticks else "") + "\n" for i in range(20)))
+    for r in range(1, 7) if reg else ():
+        m = bs.abba_module(r)
+        # rxe-kvfix 10% faster in every pair
+        t = 0.1 * (0.9 if m == "fixed" else 1.0) * (1 + r / 100)
+        write(d, f"reg-r{r:02d}-{m}-1G.json", json.dumps(churn_doc(GIB, [t, t, t])))
+        write(d, f"reg-round-{r:02d}.txt", f"start_{m}={1000 + 10 * r}.0 0.5 0.4 0.3 1/1 1\nend_{m}={1008 + 10 * r}.0 0.5 0.4 0.3 1/1 1\n")
+    if reg:
+        write(d, "reg-fixed-2G.json", json.dumps(churn_doc(2 * GIB, [0.2, 0.2, 0.2])))
+        write(d, "reg-round-99.txt", "start_fixed=1100.0 0.5 0.4 0.3 1/1 1\nend_fixed=1110.0 0.5 0.4 0.3 1/1 1\n")
+    for r in range(1, 5) if frag else ():
+        m = bs.abba_module(r)
+        doc = churn_doc(GIB, [0.05]) if m == "fixed" else churn_doc(GIB, [], failed_after=0.2)
+        write(d, f"frag-r{r:02d}-{m}-1G.json", json.dumps(doc))
+        write(d, f"frag-r{r:02d}-{m}-1G.vmstat0", "compact_stall 1\nallocstall_normal 0\n")
+        write(d, f"frag-r{r:02d}-{m}-1G.vmstat1", "compact_stall 1\nallocstall_normal 2\n")
+
+
+def write_defaults(d, ratios, pt26=True, short=False):
+    """defaults-pairs.tsv as guest/defaults.sh writes it: {(msg, op): [rxe-verify/perftest per pair]};
+    and wait-pairs.tsv: two rounds of three modes at 64K (busy-poll spends twice the CPU)."""
+    import benchdefaults
+    rows = ["\t".join(benchdefaults.DF_HEAD)]
+    for (msg, op), rs in ratios.items():
+        for n, r in enumerate(rs, 1):
+            o = "rv,pt,pt26" if n % 2 else "pt26,pt,rv"
+            b = bs.size_bytes("32M" if short else "64M")
+            rows.append(f"{msg}\t{op}\t{n}\trxe-verify\t{30 * r:.3f}\t{29 * r:.3f}\t{b}\t{n % 2}\t{o}\t1.0\tNA")
+            rows.append(f"{msg}\t{op}\t{n}\tperftest\t30.00\tNA\t{b}\t2\t{o}\t1.0\tNA")
+            if pt26:
+                rows.append(f"{msg}\t{op}\t{n}\tperftest26\t31.00\tNA\t{b}\t0\t{o}\t1.0\tNA")
+                rows.append(f"{msg}\t{op}\t{n}\tperftest26-validated\t{'NA' if n == 2 else '20.00'}\tNA\t{b}\t0\t{o}\t1.0\t{'NA' if n == 2 else b}")
+    open(os.path.join(d, "defaults-pairs.tsv"), "w").write("\n".join(rows) + "\n")
+    w = ["\t".join(benchdefaults.WT_HEAD)]
+    for n in (1, 2):
+        for mode, wm, spin, cpu in (("default", "adaptive", "50", 1.0), ("busy-poll", "busy_poll", "NA", 2.0),
+                                    ("no-spin", "event", "0", 0.9)):
+            # 128 MiB moved (64 MiB each way): CPU s per GiB = 8 x the run's seconds
+            w.append(f"64K\t{n}\t{mode}\t{wm}\t{spin}\t{30 + n}\t{31 + n}\t29\t30\t134217728\t{cpu * 0.75}\t{cpu * 0.25}\t5.0\tx\t1.0")
+    open(os.path.join(d, "wait-pairs.tsv"), "w").write("\n".join(w) + "\n")
+
+
 class Stats(unittest.TestCase):
     def test_abba_order_and_pairs(self):
         self.assertEqual([bs.abba_module(r) for r in range(1, 9)],
@@ -170,25 +226,7 @@ class Stats(unittest.TestCase):
 class Render(unittest.TestCase):
     def setUp(self):
         self.d = tempfile.mkdtemp(prefix="render-test-")
-        w = lambda name, text: open(os.path.join(self.d, name), "w").write(text)  # noqa: E731
-        w("bench-env.txt", "form=short\nrounds=6\nreg_reps=3\nfrag_rounds=4\n")
-        w("bench-host.txt", "host_loadavg_start=1.0 1.0 1.0 1/1 1\nhost_loadavg_end=1.0 1.0 1.0 1/1 1\n")
-        w("bench-host-load.tsv", "epoch\tload1\tload5\tload15\n" + "".join(f"{1000 + 5 * i}\t2.0\t1\t1\n" for i in range(20)))
-        for r in range(1, 7):
-            m = bs.abba_module(r)
-            # rxe-kvfix 10% faster in every pair
-            t = 0.1 * (0.9 if m == "fixed" else 1.0) * (1 + r / 100)
-            w(f"reg-r{r:02d}-{m}-1G.json", json.dumps(churn_doc(GIB, [t, t, t])))
-            w(f"reg-round-{r:02d}.txt", f"start_{m}={1000 + 10 * r}.0 0.5 0.4 0.3 1/1 1\nend_{m}={1008 + 10 * r}.0 0.5 0.4 0.3 1/1 1\n")
-        for r in range(1, 5):
-            m = bs.abba_module(r)
-            doc = churn_doc(GIB, [0.05]) if m == "fixed" else churn_doc(GIB, [], failed_after=0.2)
-            w(f"frag-r{r:02d}-{m}-1G.json", json.dumps(doc))
-            w(f"frag-r{r:02d}-{m}-1G.vmstat0", "compact_stall 1\nallocstall_normal 0\n")
-            w(f"frag-r{r:02d}-{m}-1G.vmstat1", "compact_stall 1\nallocstall_normal 2\n")
-
-        w("reg-fixed-2G.json", json.dumps(churn_doc(2 * GIB, [0.2, 0.2, 0.2])))
-        w("reg-round-99.txt", "start_fixed=1100.0 0.5 0.4 0.3 1/1 1\nend_fixed=1110.0 0.5 0.4 0.3 1/1 1\n")
+        write_run(self.d)
 
     def tearDown(self):
         shutil.rmtree(self.d)
@@ -413,27 +451,7 @@ class Render(unittest.TestCase):
         self.assertIn("header is", out.stderr)
 
     def write_defaults(self, ratios, pt26=True, short=False):
-        """defaults-pairs.tsv as guest/defaults.sh writes it: {(msg, op): [rxe-verify/perftest per pair]};
-        and wait-pairs.tsv: two rounds of three modes at 64K (busy-poll spends twice the CPU)."""
-        import benchdefaults
-        rows = ["\t".join(benchdefaults.DF_HEAD)]
-        for (msg, op), rs in ratios.items():
-            for n, r in enumerate(rs, 1):
-                o = "rv,pt,pt26" if n % 2 else "pt26,pt,rv"
-                b = bs.size_bytes("32M" if short else "64M")
-                rows.append(f"{msg}\t{op}\t{n}\trxe-verify\t{30 * r:.3f}\t{29 * r:.3f}\t{b}\t{n % 2}\t{o}\t1.0\tNA")
-                rows.append(f"{msg}\t{op}\t{n}\tperftest\t30.00\tNA\t{b}\t2\t{o}\t1.0\tNA")
-                if pt26:
-                    rows.append(f"{msg}\t{op}\t{n}\tperftest26\t31.00\tNA\t{b}\t0\t{o}\t1.0\tNA")
-                    rows.append(f"{msg}\t{op}\t{n}\tperftest26-validated\t{'NA' if n == 2 else '20.00'}\tNA\t{b}\t0\t{o}\t1.0\t{'NA' if n == 2 else b}")
-        open(os.path.join(self.d, "defaults-pairs.tsv"), "w").write("\n".join(rows) + "\n")
-        w = ["\t".join(benchdefaults.WT_HEAD)]
-        for n in (1, 2):
-            for mode, wm, spin, cpu in (("default", "adaptive", "50", 1.0), ("busy-poll", "busy_poll", "NA", 2.0),
-                                        ("no-spin", "event", "0", 0.9)):
-                # 128 MiB moved (64 MiB each way): CPU s per GiB = 8 x the run's seconds
-                w.append(f"64K\t{n}\t{mode}\t{wm}\t{spin}\t{30 + n}\t{31 + n}\t29\t30\t134217728\t{cpu * 0.75}\t{cpu * 0.25}\t5.0\tx\t1.0")
-        open(os.path.join(self.d, "wait-pairs.tsv"), "w").write("\n".join(w) + "\n")
+        write_defaults(self.d, ratios, pt26, short)
 
     def test_defaults_part_met_not_met_undecided(self):
         self.write_defaults({("64K", "write"): [1.00, 1.01, 0.99, 1.00, 1.005],   # met
