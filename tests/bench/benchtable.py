@@ -11,6 +11,9 @@ TARGET_FLAT = 0.20           # per-GiB cost across sizes: (max - min) / min
 TARGET_TOOL_RATIO = 1.0      # rxe-verify / perftest wire bandwidth: the verifier moves data at least as fast as perftest
 TARGET_QUIET = 0.05          # host CPU outside QEMU, share of the host: "the machine to itself"
 MOD_NAME = {"stock": "stock", "fixed": "rxe-kvfix"}
+# the parts of a run (render collect), their bench_parts names, and the part each plot draws
+PARTS = (("registration", "reg"), ("bandwidth", "bw"), ("defaults", "defaults"), ("fragmented", "frag"))
+PLOT_PART = {"reg-per-gib.png": "registration", "frag.png": "fragmented", "bw.png": "bandwidth", "peer.png": "bandwidth"}
 
 
 def quiet_target(env):
@@ -27,12 +30,53 @@ def quiet_target(env):
 
 def host_cpu_text(cpu):
     """'0.02 cores (1.0 % of 2) over the whole boot; registration ..., ...; QEMU 1.87 cores'."""
-    def one(c):
-        return f"{c['cores_outside_qemu']:.2f} cores ({c['share_outside_qemu']:.1%} of {c['nproc']})"
     w = cpu["whole boot"]
-    parts = [f"{k} {one(c)}" for k, c in cpu.items() if k != "whole boot" and c]
-    return (f"{one(w)} over the whole boot" + ("; " + ", ".join(parts) if parts else "")
+    parts = [f"{k} {cpu_one(c)}" for k, c in cpu.items() if k != "whole boot" and c]
+    return (f"{cpu_one(w)} over the whole boot" + ("; " + ", ".join(parts) if parts else "")
             + f"; QEMU itself {w['cores_qemu']:.2f} cores")
+
+
+def cpu_one(c):
+    return f"{c['cores_outside_qemu']:.2f} cores ({c['share_outside_qemu']:.1%} of {c['nproc']})"
+
+
+def boots(runs):
+    """part_runs (a page merged by render merge) -> [(the boot's record, [its parts])], in part order."""
+    out = []
+    for part, _ in PARTS:
+        r = runs.get(part)
+        if r:
+            same = [b for b in out if (b[0].get("date_start"), b[0].get("commit")) == (r.get("date_start"), r.get("commit"))]
+            if not same:
+                out.append((r, []))
+            (same or out[-1:])[0][1].append(part)
+    return out
+
+
+def runs_table(res, runs, p):
+    """A merged page's header: which boot each part's figures come from."""
+    env, bs = res["environment"], boots(runs)
+    p(f"{res.get('form')} form, the figures of {len(bs)} boots merged part by part (`tests/bench/render merge`: the "
+      f"table says which boot each part comes from), kernel {env.get('kernel')}, QEMU/TCG guest on a "
+      f"{env.get('host_nproc')}-core host.")
+    p("")
+    p("| part | boot (UTC) | commit | form | the part's time | host 1-minute load over the boot | "
+      "host CPU outside QEMU: the part; the whole boot |")
+    p("|---|---|---|---|---|---|---|")
+    for part, _ in PARTS:
+        r = runs.get(part)
+        if not r:
+            p(f"| {part} | not run in these boots | – | – | – | – | – |")
+            continue
+        hl, cpu = r.get("host_load1_samples"), r.get("host_cpu") or {}
+        load = (f"{hl['median']:.2f} median ({hl['min']:.2f}–{hl['max']:.2f}, {hl['n']} samples)" if hl else
+                f"start {(r.get('host_loadavg') or {}).get('start')}, end {(r.get('host_loadavg') or {}).get('end')}")
+        w = cpu.get("whole boot")
+        c = (f"{cpu_one(cpu[part]) if cpu.get(part) else '–'}; {cpu_one(w)}, QEMU itself {w['cores_qemu']:.2f} cores" if w
+             else "no CPU ticks sampled")
+        p(f"| {part} | {r.get('date_start')} – {r.get('date_end')} | {r.get('commit')} | {r.get('form')} | "
+          f"{'–' if r.get('seconds') is None else format(r['seconds'], '.0f') + ' s'}"
+          f"{'' if r.get('vm_wall_seconds') is None else ' of a ' + format(r['vm_wall_seconds'], '.0f') + ' s VM'} | {load} | {c} |")
 
 
 def fmt_stats(s, scale=1.0, prec=3, unit=""):
@@ -70,6 +114,7 @@ def markdown(res, plots, notes_path):
     env, reg, frag = res["environment"], res["registration"], res["fragmented"]
     bwp = res.get("bandwidth_pairs")
     notes, notes_run = read_notes(notes_path)
+    runs = res.get("part_runs")
     L = []
     p = L.append
 
@@ -85,10 +130,12 @@ def markdown(res, plots, notes_path):
         p(f"![{what}]({name})")
         p("")
         n = notes.get(name)
-        if n and notes_run == env.get("date_start"):
+        # a merged page: the run of the part the plot draws
+        run = (runs.get(PLOT_PART[name]) or {}).get("date_start") if runs else env.get("date_start")
+        if n and notes_run == run:
             p(f"*What it shows:* {n}")
         elif n:
-            p(f"*What it showed in the run of {notes_run} (this is the run of {env.get('date_start')}: "
+            p(f"*What it showed in the run of {notes_run} (this is the run of {run}: "
               f"look at the plot again and update tests/bench/plot-notes.txt):* {n}")
         else:
             p("*No reader's note yet: look at the PNG and add a line to tests/bench/plot-notes.txt.*")
@@ -97,11 +144,14 @@ def markdown(res, plots, notes_path):
     hl = env.get("host_load1_samples")
     p("# rxe-kvfix benchmarks: stock rdma_rxe beside rxe-kvfix")
     p("")
-    p(f"{res.get('form')} form, {env.get('date_start')}, kernel {env.get('kernel')}, QEMU/TCG guest on a "
-      f"{env.get('host_nproc')}-core host, host 1-minute load during the boot "
-      + (f"{hl['median']:.2f} median ({hl['min']:.2f}–{hl['max']:.2f}, {hl['n']} samples, the guest's own vCPU threads included: under TCG a busy 2-vCPU guest alone brings a 2-core host near 2)" if hl else
-         f"start {env['host_loadavg'].get('start')}, end {env['host_loadavg'].get('end')}") + ".")
-    cpu = env.get("host_cpu")
+    if runs:
+        runs_table(res, runs, p)
+    else:
+        p(f"{res.get('form')} form, {env.get('date_start')}, kernel {env.get('kernel')}, QEMU/TCG guest on a "
+          f"{env.get('host_nproc')}-core host, host 1-minute load during the boot "
+          + (f"{hl['median']:.2f} median ({hl['min']:.2f}–{hl['max']:.2f}, {hl['n']} samples, the guest's own vCPU threads included: under TCG a busy 2-vCPU guest alone brings a 2-core host near 2)" if hl else
+             f"start {env['host_loadavg'].get('start')}, end {env['host_loadavg'].get('end')}") + ".")
+    cpu = not runs and env.get("host_cpu")
     if cpu:
         p("")
         p(f"Host CPU outside the QEMU process (what else ran on the host): {host_cpu_text(cpu)}.")
@@ -128,9 +178,13 @@ def markdown(res, plots, notes_path):
     if res.get("peer_pairs"):
         plot("peer.png", "verified bandwidth per tool and message size")
     p("Regenerate: `make bench` (the full form; CI runs the short form in `tests/vm/scenarios --only bench`). "
-      "This file, `summary.json` and the plots were written by `tests/bench/render` from one guest boot; "
-      "`summary.json` holds the figures this page is rendered from (`tests/bench/render table summary.json`), "
-      "the boot's raw samples (`results.json`) stay in its results directory.")
+      + ("This file, `summary.json` and the plots were written by `tests/bench/render` from one guest boot; " if not runs else
+         f"This file and `summary.json` merge {len(boots(runs))} guest boots part by part: a run of some parts "
+         "(`make bench BENCH_PARTS=defaults`) is merged into the published `summary.json` by `tests/bench/render merge`, "
+         "the plots are those of the boot of their part; ")
+      + "`summary.json` holds the figures this page is rendered from (`tests/bench/render table summary.json`), "
+      f"the {'boots' + chr(39) if runs else 'boot' + chr(39) + 's'} raw samples (`results.json`) stay in {'their' if runs else 'its'} results "
+      f"{'directories' if runs else 'directory'}.")
     p("")
     p(f"**All figures were measured under {env.get('emulation')}** on a {env.get('host_nproc')}-core host "
       f"({env.get('host_cpu_model')}), not on hardware: absolute times and bandwidths are those of an emulated CPU "
@@ -142,21 +196,28 @@ def markdown(res, plots, notes_path):
     p(f"| form | {res.get('form')}: {env.get('rounds')} registration rounds of {env.get('reg_reps')} registrations "
       f"per size, {env.get('frag_rounds')} fragmented rounds, "
       + (f"{npairs} interleaved bandwidth pairs per message size" if bwp else "no bandwidth pairs")
-      + (f" (parts: {env.get('parts')})" if env.get("parts") else "") + " |")
+      + (f" (parts: {'; '.join(', '.join(ps) + ' from the boot of ' + str(r.get('date_start')) for r, ps in boots(runs))})" if runs else
+         f" (parts: {env.get('parts')})" if env.get("parts") else "") + " |")
     p(f"| kernel | {env.get('kernel')} |")
     p(f"| guest | {env.get('guest_mem')} memory, {env.get('guest_cpus')} vCPUs |")
-    p(f"| host load (1/5/15 min) | start {env['host_loadavg'].get('start')}, end {env['host_loadavg'].get('end')}; "
-      + (f"1-minute load sampled every 5 s: median {hl['median']:.2f}, {hl['min']:.2f}–{hl['max']:.2f}" if hl else "not sampled")
-      + " |")
-    if env.get("host_cpu"):
-        p(f"| host CPU outside QEMU | {host_cpu_text(env['host_cpu'])} (from /proc/stat and QEMU's /proc/PID/stat every 5 s) |")
-    ps = env.get("part_seconds") or {}
-    p(f"| VM wall time | {env.get('vm_wall_seconds')} s (registration {ps.get('registration') or 0:.0f} s, "
-      f"bandwidth {ps.get('bandwidth') or 0:.0f} s, "
-      + (f"defaults {ps['defaults']:.0f} s, " if ps.get("defaults") else "")
-      + f"fragmented {ps.get('fragmented') or 0:.0f} s) |")
-    p(f"| when, commit | {env.get('date_start')} – {env.get('date_end')}, {env.get('commit')} |")
-    p(f"| modules | stock: `{env.get('stock_module')}`; rxe-kvfix: `{env.get('fixed_module')}` |")
+    if runs:
+        p("| host load, host CPU, when, commit | per part, in the table at the top |")
+        mods = {(r.get("stock_module"), r.get("fixed_module")): r for r, _ in boots(runs)}
+        p("| modules | " + "; ".join(f"stock: `{sm}`; rxe-kvfix: `{fm}`" + (f" (the boot of {r.get('date_start')})" if len(mods) > 1 else "")
+                                     for (sm, fm), r in mods.items()) + " |")
+    else:
+        p(f"| host load (1/5/15 min) | start {env['host_loadavg'].get('start')}, end {env['host_loadavg'].get('end')}; "
+          + (f"1-minute load sampled every 5 s: median {hl['median']:.2f}, {hl['min']:.2f}–{hl['max']:.2f}" if hl else "not sampled")
+          + " |")
+        if env.get("host_cpu"):
+            p(f"| host CPU outside QEMU | {host_cpu_text(env['host_cpu'])} (from /proc/stat and QEMU's /proc/PID/stat every 5 s) |")
+        ps = env.get("part_seconds") or {}
+        p(f"| VM wall time | {env.get('vm_wall_seconds')} s (registration {ps.get('registration') or 0:.0f} s, "
+          f"bandwidth {ps.get('bandwidth') or 0:.0f} s, "
+          + (f"defaults {ps['defaults']:.0f} s, " if ps.get("defaults") else "")
+          + f"fragmented {ps.get('fragmented') or 0:.0f} s) |")
+        p(f"| when, commit | {env.get('date_start')} – {env.get('date_end')}, {env.get('commit')} |")
+        p(f"| modules | stock: `{env.get('stock_module')}`; rxe-kvfix: `{env.get('fixed_module')}` |")
     p("")
 
     # ------------------------------------------------------------------ registration
