@@ -20,7 +20,8 @@ the merged parts: each part's host CPU outside QEMU and each boot's whole.
 merge(base, new, targets, notes_path) -> the merged summary (benchsummary.summarize:
 the page rendered from it is the page); raises MergeError(message, exit status):
 2 BASE is not a summary (or either is not schema 3), 1 the two cannot be merged (the
-form or what the page states once for all parts differ: SAME; NEW ran no part).
+form or what the page states once for all parts differ: SAME; NEW ran no part). The
+host CPU model may differ between the boots: the page names each.
 """
 import copy
 
@@ -36,8 +37,10 @@ PART_KEYS = {
     "fragmented": (("fragmented",), ("fragmented",), ("frag_rounds",)),
 }
 # what the page states once for all parts: the boots merged must agree on it (the
-# form too: a short-form part would stand beside full-form ones)
-SAME = ("kernel", "emulation", "guest_mem", "guest_cpus", "host_nproc", "host_cpu_model")
+# form too: a short-form part would stand beside full-form ones). The host's CPU model
+# may differ (a machine of the same kind, another CPU): each part's comparisons are
+# made within its own boot, and the page names each boot's CPU (host_cpu_models)
+SAME = ("kernel", "emulation", "guest_mem", "guest_cpus", "host_nproc")
 # a target row's part, by the start of its text (render targets(), benchkernel, benchdefaults)
 TARGET_PARTS = (("registration", "registration"), ("kernel memory", "registration"), ("fragmented guest", "fragmented"),
                 ("bandwidth", "bandwidth"), ("verified full span", "bandwidth"), ("at defaults", "defaults"),
@@ -85,7 +88,19 @@ def run_record(doc, part):
             "seconds": (env.get("part_seconds") or {}).get(part),
             "host_load1_samples": env.get("host_load1_samples"), "host_loadavg": env.get("host_loadavg"),
             "host_cpu": {k: cpu[k] for k in ("whole boot", part) if cpu.get(k)} or None,
-            "stock_module": env.get("stock_module"), "fixed_module": env.get("fixed_module")}
+            "stock_module": env.get("stock_module"), "fixed_module": env.get("fixed_module"),
+            "host_cpu_model": env.get("host_cpu_model")}
+
+
+def host_cpu_models(runs):
+    """The host CPU the page names: the one model, or each model with its parts."""
+    by = {}
+    for part, _ in PARTS:
+        if part in runs:
+            by.setdefault(runs[part].get("host_cpu_model"), []).append(part)
+    if len(by) == 1:
+        return next(iter(by))
+    return "; ".join(f"{m} for {', '.join(ps)}" for m, ps in by.items())
 
 
 def target_part(t):
@@ -145,6 +160,7 @@ def merge(base, new, targets, notes_path):
         # one boot: its own summary, the page of an unmerged run
         return benchsummary.summarize(new, notes_path)
     env = {k: new["environment"].get(k) for k in SAME}
+    env["host_cpu_model"] = host_cpu_models(runs)
     out = {"schema_version": 3, "form": new.get("form"), "environment": env, "part_runs": runs, "rounds": {}}
     for part, (keys, rounds, env_keys) in PART_KEYS.items():
         d = src[part]

@@ -61,12 +61,12 @@ def runs_table(res, runs, p):
       f"{env.get('host_nproc')}-core host.")
     p("")
     p("| part | boot (UTC) | commit | form | the part's time | host 1-minute load over the boot | "
-      "host CPU outside QEMU: the part; the whole boot |")
-    p("|---|---|---|---|---|---|---|")
+      "host CPU outside QEMU: the part; the whole boot | host CPU model |")
+    p("|---|---|---|---|---|---|---|---|")
     for part, _ in PARTS:
         r = runs.get(part)
         if not r:
-            p(f"| {part} | not run in these boots | – | – | – | – | – |")
+            p(f"| {part} | not run in these boots | – | – | – | – | – | – |")
             continue
         hl, cpu = r.get("host_load1_samples"), r.get("host_cpu") or {}
         load = (f"{hl['median']:.2f} median ({hl['min']:.2f}–{hl['max']:.2f}, {hl['n']} samples)" if hl else
@@ -76,7 +76,8 @@ def runs_table(res, runs, p):
              else "no CPU ticks sampled")
         p(f"| {part} | {r.get('date_start')} – {r.get('date_end')} | {r.get('commit')} | {r.get('form')} | "
           f"{'–' if r.get('seconds') is None else format(r['seconds'], '.0f') + ' s'}"
-          f"{'' if r.get('vm_wall_seconds') is None else ' of a ' + format(r['vm_wall_seconds'], '.0f') + ' s VM'} | {load} | {c} |")
+          f"{'' if r.get('vm_wall_seconds') is None else ' of a ' + format(r['vm_wall_seconds'], '.0f') + ' s VM'} | {load} | {c} | "
+          f"{r.get('host_cpu_model') or '–'} |")
 
 
 def fmt_stats(s, scale=1.0, prec=3, unit=""):

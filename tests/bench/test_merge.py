@@ -27,14 +27,15 @@ class Merge(unittest.TestCase):
     def render(self, *args):
         return subprocess.run([sys.executable, RENDER, *args], capture_output=True, text=True)
 
-    def boot(self, name, parts, date, commit, form="full", kernel="K1"):
+    def boot(self, name, parts, date, commit, form="full", kernel="K1", cpu=None):
         """One synthetic boot of the parts (reg, frag and defaults have figures, bw none),
         collected: its results.json."""
         d = os.path.join(self.d, name)
         os.mkdir(d)
         times = "".join(f"t_{p}_start=1000\nt_{p}_end=1090\n" for p in parts.split(","))
         write_run(d, env=f"form={form}\nkernel={kernel}\nrounds=6\nreg_reps=3\nfrag_rounds=4\nparts={parts}\n{times}",
-                  host=f"host_date_start={date}\nhost_date_end={date[:-3]}59Z\ncommit={commit}\n",
+                  host=f"host_date_start={date}\nhost_date_end={date[:-3]}59Z\ncommit={commit}\n"
+                  + (f"host_cpu_model={cpu}\n" if cpu else ""),
                   reg="reg" in parts, frag="frag" in parts, ticks=True)
         if "defaults" in parts:
             write_defaults(d, {("64K", "write"): [1.00, 1.01, 0.99, 1.00, 1.005]})
@@ -90,6 +91,18 @@ class Merge(unittest.TestCase):
                       "defaults from the boot of 2027-01-10T08:00:00Z)", page)
         self.assertIn("| 64 KiB | WRITE | 5 (1 run without a figure) |", page)
         self.assertNotIn("Not run in this boot", page)
+
+    def test_another_host_cpu_model_is_named_per_part(self):
+        # a machine of the same kind with another CPU: merged, each boot's CPU named
+        base = self.summarize(self.boot("E", "reg,bw,frag", "2026-12-05T11:42:33Z", "eeeeeee", cpu="AMD EPYC"))
+        new = self.boot("X", "defaults", "2027-01-10T08:00:00Z", "fffffff", cpu="Intel(R) Xeon(R) Processor")
+        m = self.merge(base, new)
+        self.assertEqual(json.load(open(m))["environment"]["host_cpu_model"],
+                         "AMD EPYC for registration, bandwidth, fragmented; Intel(R) Xeon(R) Processor for defaults")
+        page = self.page(m)
+        self.assertIn("QEMU itself 1.80 cores | Intel(R) Xeon(R) Processor |", page)
+        self.assertIn("| registration | 2026-12-05T11:42:33Z", page)
+        self.assertIn("(AMD EPYC for registration, bandwidth, fragmented; Intel(R) Xeon(R) Processor for defaults)", page)
 
     def test_merged_again_and_a_full_run_is_its_own_page(self):
         m = self.merge(self.base, self.new)
