@@ -230,22 +230,21 @@ if ((PEER)); then
 else
 	t_skip "bench defaults: perftest 26 at its defaults" "no perftest 26 in the guest ($PT26): the setting perftest_src names no source"
 fi
-t0=$SECONDS
-for msg in $MSGS; do
-	t_start "bench defaults: $msg messages, $PAIRS interleaved pair(s) of rxe-verify and perftest at their defaults ($OPS)"
-	bad=0
-	for ((n = 1; n <= PAIRS; n++)); do df_pair "$msg" "$n" || bad=$((bad + 1)); done
-	if ((bad == 0)); then t_pass; else t_fail "$bad of $PAIRS pairs lack a figure; see $OUT/df-rv-$msg-* and df-pt-*-$msg-*"; fi
-done
-echo "defaults_pairs_seconds=$((SECONDS - t0))" >>"$OUT/bench-env.txt"
-t0=$SECONDS
-for msg in $MSGS; do
-	t_start "bench defaults: $msg messages, rxe-verify's waiting modes ($MODES), $PAIRS round(s), CPU per run"
-	bad=0
-	for ((n = 1; n <= PAIRS; n++)); do wt_round "$msg" "$n" || bad=$((bad + 1)); done
-	if ((bad == 0)); then t_pass; else t_fail "$bad of $PAIRS rounds lack a figure; see $OUT/wt-$msg-*"; fi
-done
-echo "wait_modes_seconds=$((SECONDS - t0))" >>"$OUT/bench-env.txt"
+# each_msg KEY FN WHAT TITLE SEE: for each message size MSG, PAIRS calls of FN MSG N
+# under one result line (TITLE and SEE with MSG for the size); KEY_seconds in bench-env.txt
+each_msg() {
+	local key=$1 fn=$2 what=$3 title=$4 see=$5 msg n bad t0=$SECONDS
+	for msg in $MSGS; do
+		t_start "bench defaults: $msg messages, $title"
+		bad=0
+		for ((n = 1; n <= PAIRS; n++)); do "$fn" "$msg" "$n" || bad=$((bad + 1)); done
+		if ((bad == 0)); then t_pass; else t_fail "$bad of $PAIRS $what lack a figure; see ${see//MSG/$msg}"; fi
+	done
+	echo "${key}_seconds=$((SECONDS - t0))" >>"$OUT/bench-env.txt"
+}
+each_msg defaults_pairs df_pair pairs "$PAIRS interleaved pair(s) of rxe-verify and perftest at their defaults ($OPS)" \
+	"$OUT/df-rv-MSG-* and df-pt-*-MSG-*"
+each_msg wait_modes wt_round rounds "rxe-verify's waiting modes ($MODES), $PAIRS round(s), CPU per run" "$OUT/wt-MSG-*"
 
 python3 - "$DF_TSV" "$WT_TSV" >"$SUMMARY" <<'PY'
 import csv, statistics, sys
