@@ -28,6 +28,13 @@ def cpu_share(samples, t0, t1, nproc, hz):
     outside QEMU and in QEMU, and the share of the host outside QEMU; None without
     ticks or with fewer than two samples in the window."""
     v = [s for s in samples if len(s) == 6]
+    # the QEMU processes' ticks only grow while they run: a drop is the guest gone (the
+    # sampler's last reading after it powered off), and a window ending there would
+    # count all of QEMU's time as the host's
+    for i in range(1, len(v)):
+        if v[i][5] < v[i - 1][5]:
+            v = v[:i]
+            break
     if len(v) < 2:
         return None
     a = min(v, key=lambda s: abs(s[0] - t0))

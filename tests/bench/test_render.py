@@ -208,6 +208,12 @@ class Stats(unittest.TestCase):
         self.assertAlmostEqual(c["share_outside_qemu"], 0.1)
         self.assertIsNone(bs.cpu_share([s[:4] for s in smp], 1010, 1050, 2, 100))  # no ticks: no figure
         self.assertIsNone(bs.cpu_share(smp, 1010, 1011, 2, 100))  # one sample in the window
+        # the sampler's last reading after the guest powered off (QEMU's ticks back to 0):
+        # the window ends at the last reading QEMU was alive for
+        gone = smp + [(1065, 2.0, 1.0, 1.0, 850 * 13, 0)]
+        c = bs.cpu_share(gone, 1010, 1065, 2, 100)
+        self.assertEqual(c["seconds"], 50)
+        self.assertAlmostEqual(c["cores_outside_qemu"], 0.2)
 
     def test_quiet_target(self):
         import benchtable
@@ -528,8 +534,14 @@ class Render(unittest.TestCase):
         self.assertIn("Not run in this boot: the part `defaults`", open(md).read())
 
     def test_committed_summary_without_the_defaults_part_still_renders(self):
-        # tests/bench/summary.json predates the part: the page renders and says it was not run
-        out = self.run_render("table", os.path.join(HERE, "summary.json"), "-o", os.path.join(self.d, "C.md"),
+        # a summary that predates the part (tests/bench/summary.json without it): the page
+        # renders and says it was not run
+        with open(os.path.join(HERE, "summary.json"), encoding="utf-8") as f:
+            old = json.load(f)
+        old.pop("defaults", None)
+        with open(os.path.join(self.d, "old-summary.json"), "w", encoding="utf-8") as f:
+            json.dump(old, f)
+        out = self.run_render("table", os.path.join(self.d, "old-summary.json"), "-o", os.path.join(self.d, "C.md"),
                               "--plots", HERE, "--notes", os.path.join(HERE, "plot-notes.txt"))
         self.assertEqual(out.returncode, 0, out.stderr)
         page = open(os.path.join(self.d, "C.md")).read()
