@@ -37,6 +37,7 @@
 # row per round, size and mode; bytes: both ops), defaults-summary.txt, raw files df-rv-*.{json,err,rc},
 # df-pt-*.{client,server,rc} and wt-*.{json,err,rc,times}. MiB/s (2^20 bytes: perftest's
 # "MB/sec"; rxe-verify's JSON MBps is 10^6). tests/bench/render reads the two TSVs.
+# shellcheck disable=SC2317  # df_pair and wt_round (and what they call) run through each_msg, by name
 set -uo pipefail
 
 usage() { echo "Usage: defaults.sh short|full [PAIRS]"; }
