@@ -90,7 +90,7 @@ uninstall:
 # is whole (kmod/ is what DKMS runs: a partial copy fails late and obscurely).
 TREE_FILES := dkms.conf kmod/rxe-kvfix-prepare kmod/rxe-kvfix-fetch kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck \
 	kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/rxe-kvfix-kernel-hook kmod/rxe-kvfix.conf \
-	kmod/rxe-kvfix-boot.service kmod/rxe-kvfix-fetch@.service
+	kmod/rxe-kvfix-boot.service kmod/rxe-kvfix-fetch@.service kmod/rxe-kvfix.preset
 
 check-tree:
 	@for f in $(TREE_FILES); do [[ -f "$(CURDIR)/$$f" ]] || { \
@@ -121,21 +121,26 @@ HOOK_LINKS := $(DESTDIR)/etc/kernel/postinst.d/dkms-rxe-kvfix $(DESTDIR)/etc/ker
 	$(DESTDIR)/etc/kernel/postrm.d/rxe-kvfix $(DESTDIR)/usr/lib/kernel/install.d/41-rxe-kvfix.install
 # With it the configuration file (kmod/rxe-kvfix.conf: fetch=auto|never), never
 # over one the administrator has, and the boot-time repair rxe-kvfix-boot.service
-# (SYSTEMD_UNITDIR; enabled by the packages, and by dkms-install where systemctl is).
+# (SYSTEMD_UNITDIR; enabled by the packages, and by dkms-install where systemctl is),
+# with its preset line (kmod/rxe-kvfix.preset: what %systemd_post applies on Fedora,
+# whose policy otherwise disables it) beside the units' directory.
 CONF_FILE := $(DESTDIR)/etc/$(PACKAGE)/rxe-kvfix.conf
 SYSTEMD_UNITDIR ?= /usr/lib/systemd/system
+SYSTEMD_PRESETDIR ?= $(patsubst %/,%,$(dir $(SYSTEMD_UNITDIR)))/system-preset
 BOOT_UNIT := $(DESTDIR)$(SYSTEMD_UNITDIR)/rxe-kvfix-boot.service
 FETCH_UNIT := $(DESTDIR)$(SYSTEMD_UNITDIR)/rxe-kvfix-fetch@.service
+PRESET := $(DESTDIR)$(SYSTEMD_PRESETDIR)/80-rxe-kvfix.preset
 hooks-install:
 	install -D -m 0755 kmod/rxe-kvfix-kernel-hook "$(HOOK)"
 	@for l in $(HOOK_LINKS); do install -d "$$(dirname "$$l")"; ln -sfn /usr/lib/$(PACKAGE)/rxe-kvfix-kernel-hook "$$l"; done
 	@[[ -e "$(CONF_FILE)" ]] || install -D -m 0644 kmod/rxe-kvfix.conf "$(CONF_FILE)"
 	install -D -m 0644 kmod/rxe-kvfix-boot.service "$(BOOT_UNIT)"
 	install -D -m 0644 kmod/rxe-kvfix-fetch@.service "$(FETCH_UNIT)"
+	install -D -m 0644 kmod/rxe-kvfix.preset "$(PRESET)"
 
 hooks-uninstall:
 	@if [[ -z "$(DESTDIR)" ]] && command -v systemctl >/dev/null; then systemctl disable -q rxe-kvfix-boot.service 2>/dev/null || true; fi
-	rm -f $(HOOK_LINKS) "$(HOOK)" "$(BOOT_UNIT)" "$(FETCH_UNIT)"
+	rm -f $(HOOK_LINKS) "$(HOOK)" "$(BOOT_UNIT)" "$(FETCH_UNIT)" "$(PRESET)"
 	rmdir "$(DESTDIR)/usr/lib/$(PACKAGE)" 2>/dev/null || true
 	@if [[ -f "$(CONF_FILE)" ]] && cmp -s kmod/rxe-kvfix.conf "$(CONF_FILE)"; then rm -f "$(CONF_FILE)"; rmdir "$$(dirname "$(CONF_FILE)")" 2>/dev/null || true; fi
 
