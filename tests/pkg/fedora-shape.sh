@@ -18,7 +18,13 @@
 #     where README tells Fedora users to put `dnf download --source kernel-...`;
 #   - Fedora's dkms kernel-install plugin (40-dkms.install runs
 #     `dkms kernel_postinst --kernelver REL`, as Fedora's dkms package ships it;
-#     Debian's calls /etc/kernel/postinst.d/dkms instead).
+#     Debian's calls /etc/kernel/postinst.d/dkms instead);
+#   - Fedora's systemd packaging policy (tests/pkg/fedora-shaped/, written for these
+#     tests after reading systemd's sources): the preset policy ending in `disable *`
+#     (99-default-disable.preset), /usr/lib/systemd/systemd-update-helper, which
+#     Fedora's %systemd_post/%systemd_preun call, and the RPM macros themselves in
+#     /usr/lib/rpm/macros.d/macros.systemd (the RPMs the tests install are built
+#     with the same file: packaging/build-rpm --macros).
 #
 #   fedora-shape.sh [--stage REL]... [--unaffected TRIXIE_ROOT:REL] [--no-srpm] MNT
 #
@@ -66,11 +72,12 @@ mapfile -t KERNELS < <(cd "$MNT/lib/modules" && for d in *; do [[ -d $MNT/usr/sr
 
 # make_srpm SOURCE_TARBALL UPSTREAM: kernel-UPSTREAM-200.fc44.src.rpm in the root's
 # cache; made once per source tarball (its name, size and time: decompressing
-# it is most of the cost) and this script, kept in $SRPM_CACHE
+# it is most of the cost) and the code that makes it (this function, t_fedora_srpm
+# and the label), kept in $SRPM_CACHE
 SRPM_CACHE=${RXE_CACHE:-/var/cache/rxe-kvfix}/fedora-shaped-srpms
 make_srpm() {
 	local src=$1 up=$2 d key
-	key="$(basename "$src") $(stat -c '%s %Y' "$src") $(sha256sum <"${BASH_SOURCE[0]}") $(declare -f t_fedora_srpm | sha256sum)"
+	key="$(basename "$src") $(stat -c '%s %Y' "$src") $(declare -f make_srpm t_fedora_srpm | sha256sum) $LABEL"
 	key=$(sha256sum <<<"$key" | cut -c1-12)
 	mkdir -p "$MNT/var/cache/rxe-kvfix/sources"
 	if compgen -G "$SRPM_CACHE/$key/kernel-$up-200.fc44*.src.rpm" >/dev/null; then
@@ -189,6 +196,10 @@ remove) dkms kernel_prerm --kernelver "$2" ;;
 esac
 EOF
 chmod 0755 "$MNT/usr/lib/kernel/install.d/40-dkms.install"
+FS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fedora-shaped
+install -D -m 0644 "$FS/99-default-disable.preset" "$MNT/usr/lib/systemd/system-preset/99-default-disable.preset"
+install -D -m 0755 "$FS/systemd-update-helper" "$MNT/usr/lib/systemd/systemd-update-helper"
+install -D -m 0644 "$FS/macros.systemd" "$MNT/usr/lib/rpm/macros.d/macros.systemd"
 printf '%s\n' "$LABEL" >"$STATE/label"
 printf 'kernels=%s staged=%s unaffected=%s srpms=%s\n' "${KERNELS[*]}" "${STAGE[*]}" "${UNAFF#*:}" \
 	"$(find "$MNT/var/cache/rxe-kvfix/sources" -name 'kernel-*.src.rpm' -printf '%f ' 2>/dev/null)" | tee "$STATE/made"

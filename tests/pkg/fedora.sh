@@ -7,11 +7,17 @@
 #      kernel) and the unaffected kernel of the trixie root: %post builds A from
 #      the Fedora SRPM, installs under /extra, archives the in-tree module, skips
 #      the unaffected kernel; rpm -V kernel-modules shows what DKMS moved
-#   2. rpm -U rxe-kvfix-dkms of a bumped version: exactly the new version left,
-#      built for every kernel
-#   3. a kernel upgrade: kernel B's kernel-devel arrives, `kernel-install add`
+#   2. a kernel upgrade: kernel B's kernel-devel arrives, `kernel-install add`
 #      runs Fedora's dkms plugin (dkms kernel_postinst): B built and resolved
+#   3. the packages' life with rpm, kernels A, B and the unaffected one: rpm -U to
+#      one Version higher, to one Release higher (the same Version), rpm --reinstall,
+#      rpm -U --oldpackage back (tests/pkg/lifecycle-lib.sh: a line a step, each
+#      saying which version DKMS has, what every kernel's rdma_rxe resolves to and
+#      how many builds ran)
 #   4. rpm -e: the in-tree module back, nothing of ours left
+#   4b. the same life with dnf5 against a local repository (createrepo-c): dnf5
+#      install, upgrade, upgrade to the Release-only update, reinstall, downgrade,
+#      remove
 #   5. negative: the root without its source RPMs: rpm -i succeeds, DKMS fails
 #      with the one-line dnf remedy, the in-tree module stays
 #   6. the source RPM from a dnf repository (dnf5, createrepo-c), fetched after
@@ -19,10 +25,13 @@
 #      systemd-nspawn; the repository unreachable; the boot repair
 #      (tests/pkg/fedora-fetch.sh)
 #
-#   fedora.sh --rpms DIR --bump-rpms DIR [--quick]
+#   fedora.sh --rpms DIR --bump-rpms DIR --release-rpms DIR [--quick]
 #
+# The RPMs are built with Fedora's systemd macros (simulated: fedora-shaped/macros.systemd,
+# build-rpm --macros), as Fedora builds them; the root has Fedora's preset policy.
 # --rpms DIR       rxe-kvfix-dkms-V-R.noarch.rpm and rxe-verify-V-R.ARCH.rpm (make rpm)
-# --bump-rpms DIR  rxe-kvfix-dkms of a higher version (build-rpm --dkms-only)
+# --bump-rpms DIR  rxe-kvfix-dkms of a higher Version (build-rpm --dkms-only)
+# --release-rpms DIR  rxe-kvfix-dkms of that Version, one Release higher
 # --quick          no unaffected kernel (it comes from the trixie root, which the
 #                  quick pkg stage does not build): SKIPped with that reason
 # Results: testlib lines, suite pkg-fedora; TSV appended to $RXE_RESULTS.
@@ -39,20 +48,21 @@ export RXE_PROG
 t_suite pkg-fedora
 
 usage() { sed -n '/^#   fedora.sh --rpms/,/^# Results/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
-RPMS='' BUMP='' QUICK=0
+RPMS='' BUMP='' RELD='' QUICK=0
 while (($#)); do
 	case $1 in
 	--rpms) [[ -d ${2:-} ]] || { echo "fedora.sh: --rpms needs a directory" >&2; exit 2; }; RPMS=$(realpath "$2"); shift 2 ;;
 	--bump-rpms) [[ -d ${2:-} ]] || { echo "fedora.sh: --bump-rpms needs a directory" >&2; exit 2; }; BUMP=$(realpath "$2"); shift 2 ;;
+	--release-rpms) [[ -d ${2:-} ]] || { echo "fedora.sh: --release-rpms needs a directory" >&2; exit 2; }; RELD=$(realpath "$2"); shift 2 ;;
 	--quick) QUICK=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "fedora.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
 done
-[[ -n $RPMS && -n $BUMP ]] || { usage >&2; exit 2; }
+[[ -n $RPMS && -n $BUMP && -n $RELD ]] || { usage >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "fedora.sh: needs root (chroot, overlay mounts)" >&2; exit 2; }
 
-echo "--- Fedora-shaped (simulated: Debian kernel, DKMS's Fedora code path, Fedora's file layout): rpm install, kernel upgrade, rpm -U, rpm -e, no SRPM"
+echo "--- Fedora-shaped (simulated: Debian kernel, DKMS's Fedora code path, Fedora's file layout, Fedora's systemd macros and preset policy): rpm install, kernel upgrade, the life with rpm and dnf5, no SRPM"
 T0=$SECONDS
 A=$(rxe_matrix_role upgrade-from sid | head -n1)
 B=$(rxe_matrix_primary)
@@ -88,26 +98,38 @@ else
 	exit 1
 fi
 rxe_copy_checkout "$MNT"
-mkdir -p "$MNT/root/rpms" "$MNT/root/rpms-bump"
+mkdir -p "$MNT/root/rpms" "$MNT/root/rpms-bump" "$MNT/root/rpms-release"
 cp "$RPMS"/rxe-kvfix-dkms-*.noarch.rpm "$RPMS"/rxe-verify-*.rpm "$MNT/root/rpms/"
 rm -f "$MNT"/root/rpms/*.src.rpm
 cp "$BUMP"/rxe-kvfix-dkms-*.noarch.rpm "$MNT/root/rpms-bump/"
+cp "$RELD"/rxe-kvfix-dkms-*.noarch.rpm "$MNT/root/rpms-release/"
 
 rc=0
-step() { # NAME ARGS...: one step of in-root-rpm.sh, its cost
-	local t=$SECONDS r=0
+step() { # [LABEL] STEP ARGS...: one step of in-root-rpm.sh, its cost
+	local t=$SECONDS r=0 label=$1
+	[[ $1 != lifecycle-* ]] || shift
 	chroot "$MNT" /usr/bin/env -i "${KBUILD_ENV[@]}" HOME=/root LANG=C.UTF-8 \
 		RXE_RESULTS=/root/results.tsv /root/rxe-kvfix/tests/pkg/in-root-rpm.sh /root/rxe-kvfix "$@" || r=$?
-	echo "--- Fedora-shaped $1: $((SECONDS - t)) s"
+	echo "--- Fedora-shaped $label: $((SECONDS - t)) s"
 	((r == 0)) || rc=1
 	return "$r"
 }
 specA=("$A:$(expect "$A")")
 [[ -z $U ]] || specA+=("$U:unaffected")
+specAll=("${specA[@]}" "$B:$(expect "$B")")
 if step install /root/rpms "${specA[@]}"; then
-	step rpm-upgrade /root/rpms-bump "${specA[@]}" || true
 	step kernel-upgrade "$B" || true
-	step erase "$A" "$B" ${U:+"$U"} || true
+	step lifecycle-rpm lifecycle rpm /root/rpms /root/rpms-bump /root/rpms-release "${specAll[@]}" || true
+	step erase "${specAll[@]}" || true
+	# 4b. the same life with dnf5 (Debian's, sid) against a local repository
+	t=$SECONDS
+	if out=$(rxe_chroot_run "$MNT" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q dnf5 createrepo-c 2>&1); then
+		echo "     dnf5 and createrepo-c installed in the root: $((SECONDS - t)) s"
+		step lifecycle-dnf lifecycle dnf /root/rpms /root/rpms-bump /root/rpms-release "${specAll[@]}" || true
+	else
+		t_fail "$F: the life with dnf5: setup" "apt-get install dnf5 createrepo-c: $(tail -n2 <<<"$out" | tr '\n' ' ')"
+		rc=1
+	fi
 	# 5. the same root without its source RPMs (kept aside for 6's repository)
 	mkdir -p "$MNT/srv/rxe-srpms"
 	mv "$MNT"/var/cache/rxe-kvfix/sources/kernel-*.src.rpm "$MNT/srv/rxe-srpms/"

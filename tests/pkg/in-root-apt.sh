@@ -4,24 +4,28 @@
 # what DKMS built for every kernel of the root, then purge them and check that
 # nothing of ours is left.
 #
-#   in-root-apt.sh [--phase install|upgrade|purge|all] SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT...
+#   in-root-apt.sh [--phase install|lifecycle|purge|all] SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT...
 #
 # --phase install stops before the purge and --phase purge starts there, so that
 # tests/pkg/run can keep the installed state in between (the VM scenarios start from
 # it: each kernel's module is built by DKMS once per run). Default: all.
-# --phase upgrade: DEBDIR holds rxe-kvfix-dkms of a higher version; apt-get install
-# of it must leave exactly that version built and installed for every affected kernel.
+# --phase lifecycle: the packages' life after the install, a results line a step
+# (tests/pkg/lifecycle-lib.sh: which version DKMS has, what every kernel's rdma_rxe
+# resolves to, how many builds ran, dpkg --audit empty): apt-get install of
+# rxe-kvfix-dkms one version higher (DEBDIR/bump), apt-get install --reinstall of it,
+# apt-get install --allow-downgrades of DEBDIR's, apt-get remove, apt-get install again.
+# The purge phase then ends the life.
 #
 # SRC: copy of the checkout (for tests/testlib.sh and META); SIGNER: the
 # common name the MOK placed for DKMS carries (modinfo -F signer must say it);
 # DEBDIR: holds rxe-kvfix-dkms_*.deb and rxe-verify_*.deb.
 set -euo pipefail
 
-usage() { echo "Usage: in-root-apt.sh [--phase install|upgrade|purge|all] SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT..."; }
+usage() { echo "Usage: in-root-apt.sh [--phase install|lifecycle|purge|all] SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT..."; }
 [[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
 PHASE=all
 if [[ ${1:-} == --phase ]]; then
-	case ${2:-} in install | upgrade | purge | all) PHASE=$2 ;; *) usage >&2; exit 2 ;; esac
+	case ${2:-} in install | lifecycle | purge | all) PHASE=$2 ;; *) usage >&2; exit 2 ;; esac
 	shift 2
 fi
 (($# >= 5)) || { usage >&2; exit 2; }
@@ -34,9 +38,11 @@ t_suite pkg
 M=rxe-kvfix
 # shellcheck source=kmod/rxe-kvfix-lib.sh
 . "$SRC/kmod/rxe-kvfix-lib.sh"
+# shellcheck source=tests/pkg/lifecycle-lib.sh
+. "$SRC/tests/pkg/lifecycle-lib.sh"
 VER=$(rxe_kvfix_meta_version "$SRC")
 LOG=/tmp/in-root-apt.log
-[[ $PHASE == purge || $PHASE == upgrade ]] || : >"$LOG"
+[[ $PHASE == purge || $PHASE == lifecycle ]] || : >"$LOG"
 export DEBIAN_FRONTEND=noninteractive
 
 resolved() { modinfo -k "$1" -n rdma_rxe 2>/dev/null; }
@@ -51,32 +57,36 @@ boot_unit_wants() {
 }
 fail_with_log() { t_fail "$1 ($(tail -n 3 "$LOG" | tr '\n' ' ' | cut -c1-300))"; }
 
-if [[ $PHASE == upgrade ]]; then
-	new=("$DEBDIR"/rxe-kvfix-dkms_*_all.deb)
-	NEW=$(dpkg-deb -f "${new[0]}" Version)
-	NEW=${NEW%-*}
-	t_start "$ROOTNAME: apt-get install rxe-kvfix-dkms $NEW over $VER (a package upgrade)"
-	if apt-get install -y --no-install-recommends "${new[@]}" >>"$LOG" 2>&1 &&
-		[[ $(dpkg-query -W -f '${Version}' rxe-kvfix-dkms) == "$NEW"-* ]]; then
-		t_pass
-	else
-		fail_with_log "apt-get install of $NEW failed"
-		exit 1
-	fi
-	t_start "$ROOTNAME: after the upgrade exactly $NEW is built and installed for every affected kernel, signed; nothing of $VER left"
+lc_init apt "$@"
+n=0
+for spec; do [[ ${spec#*:} != affected-* ]] || n=$((n + 1)); done
+UNITS=(rxe-kvfix-boot.service rxe-verify-boot.service)
+
+if [[ $PHASE == lifecycle ]]; then
+	new=("$DEBDIR"/bump/rxe-kvfix-dkms_*_all.deb)
+	old=("$DEBDIR"/rxe-kvfix-dkms_*_all.deb)
+	NEW=$(dpkg-deb -f "${new[0]}" Version) OLD=$(dpkg-deb -f "${old[0]}" Version)
+	# shellcheck disable=SC2317 # run by lc_step
+	apt_in() { (cd "$1" && shift && apt-get install -y --no-install-recommends "$@"); }
+	lc_step "Version upgrade $OLD -> $NEW (apt-get install)" "${NEW%-*}" "$n" -- apt_in "$DEBDIR/bump" "./${new[0]##*/}" || true
+	t_start "$ROOTNAME: after the upgrade exactly ${NEW%-*} is built and installed for every affected kernel, signed; nothing of $VER left"
 	bad=''
 	for spec in "$@"; do
 		K=${spec%%:*}
 		[[ ${spec#*:} == affected-* ]] || continue
 		p=$(resolved "$K")
-		[[ $p == "/lib/modules/$K/updates/dkms/rdma_rxe.ko"* && $(modinfo -F version "$p") == "$NEW-rxe-kvfix" &&
-			$(modinfo -F signer "$p" 2>/dev/null) == "$SIGNER" ]] || bad+=" $K:$p:$(modinfo -F version "$p" 2>&1)"
+		[[ $(modinfo -F signer "$p" 2>/dev/null) == "$SIGNER" ]] || bad+=" $K:$p:signer=$(modinfo -F signer "$p" 2>&1)"
 	done
-	st=$(dkms status "$M" 2>&1)
-	[[ $st != *"$M/$VER"* ]] || bad+=" dkms-status-still-has-$VER"
 	[[ ! -e /usr/src/$M-$VER && ! -e /var/lib/dkms/$M/$VER ]] || bad+=" $VER-tree-left"
-	if [[ -z $bad ]]; then t_pass; echo "     $(tr '\n' ';' <<<"$st")"; else t_fail "$bad; dkms status: $(tr '\n' ' ' <<<"$st")"; fi
-	VER=$NEW
+	if [[ -z $bad ]]; then t_pass; else t_fail "${bad# }"; fi
+	# dh_dkms's prerm unregisters the module on "upgrade" too, whatever the new
+	# version (Debian's DKMS packaging): a reinstall builds every kernel again
+	lc_step "reinstall $NEW (apt-get install --reinstall)" "${NEW%-*}" "$n" -- apt_in "$DEBDIR/bump" --reinstall "./${new[0]##*/}" || true
+	lc_step "downgrade $NEW -> $OLD (apt-get install --allow-downgrades)" "${OLD%-*}" "$n" -- apt_in "$DEBDIR" --allow-downgrades "./${old[0]##*/}" || true
+	lc_units "downgrade $NEW -> $OLD: the boot units still enabled" enabled "${UNITS[@]}"
+	lc_step "remove (apt-get remove rxe-kvfix-dkms)" - 0 -- apt-get remove -y rxe-kvfix-dkms || true
+	lc_step "install $OLD again after remove (apt-get install)" "${OLD%-*}" "$n" -- apt_in "$DEBDIR" "./${old[0]##*/}" || true
+	lc_units "install $OLD again after remove: the boot units enabled" enabled "${UNITS[@]}"
 	exit $((T_FAILS > 0))
 fi
 
@@ -98,8 +108,11 @@ if [[ $PHASE != purge ]]; then
 	debs=()
 	for d in "$DEBDIR"/rxe-kvfix-dkms_*.deb "$DEBDIR"/rxe-verify_*.deb; do debs+=("./$(basename "$d")"); done
 	t_start "$ROOTNAME: apt-get install ${debs[*]} (nothing else)"
-	if (cd "$DEBDIR" && apt-get install -y --no-install-recommends "${debs[@]}") >>"$LOG" 2>&1 &&
-		grep -q '^0 upgraded, 2 newly installed, 0 to remove' "$LOG" &&
+	lc_begin
+	rc=0
+	(cd "$DEBDIR" && apt-get install -y --no-install-recommends "${debs[@]}") >"$LOG.install" 2>&1 || rc=$?
+	cat "$LOG.install" >>"$LOG"
+	if ((rc == 0)) && grep -q '^0 upgraded, 2 newly installed, 0 to remove' "$LOG" &&
 		installed rxe-kvfix-dkms && installed rxe-verify; then
 		t_pass
 		grep -E '^Building for|^Building initial module|^Error|rxe-kvfix-dkms' "$LOG" | sed 's/^/     /' || true
@@ -151,6 +164,9 @@ if [[ $PHASE != purge ]]; then
 		esac
 	done
 
+	lc_end "install $VER (apt-get install)" "$VER" "$n" "$rc" "$(tail -n 5 "$LOG.install")"
+	lc_units "install $VER (apt-get install): the boot units enabled" enabled "${UNITS[@]}"
+
 	t_start "$ROOTNAME: rxe-verify runs from the package"
 	out=$(rxe-verify --help 2>&1) || true
 	if ! grep -q 'doctor' <<<"$out"; then
@@ -177,7 +193,12 @@ wants=$(boot_unit_wants)
 mkdir -p /var/lib/rxe-verify/test-release && echo pass >/var/lib/rxe-verify/test-release/verdict
 
 t_start "$ROOTNAME: apt-get purge rxe-kvfix-dkms rxe-verify"
-if apt-get purge -y rxe-kvfix-dkms rxe-verify >>"$LOG" 2>&1; then t_pass; else fail_with_log "apt-get purge failed"; fi
+lc_begin
+rc=0
+apt-get purge -y rxe-kvfix-dkms rxe-verify >"$LOG.purge" 2>&1 || rc=$?
+cat "$LOG.purge" >>"$LOG"
+if ((rc == 0)); then t_pass; else fail_with_log "apt-get purge failed"; fi
+lc_end "purge (apt-get purge)" - 0 "$rc" "$(tail -n 5 "$LOG.purge")"
 
 t_start "$ROOTNAME: after purge the stock module resolves for every kernel"
 bad=''

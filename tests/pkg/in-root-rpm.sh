@@ -9,8 +9,16 @@
 #                                   %post builds through DKMS for every kernel
 #     kernel-upgrade REL            kernel-devel of REL moved in place (as dnf does),
 #                                   `kernel-install add`: Fedora's dkms plugin
-#     rpm-upgrade RPMDIR REL:EXPECT...  rpm -U rxe-kvfix-dkms of a bumped version
-#     erase REL...                  rpm -e both; nothing of ours left
+#     lifecycle FAMILY BASEDIR BUMPDIR RELDIR REL:EXPECT...
+#                                   the packages' life after the install, FAMILY rpm
+#                                   (rpm -U, rpm --reinstall, rpm -U --oldpackage) or
+#                                   dnf (dnf5 against the repository BASEDIR BUMPDIR
+#                                   RELDIR were published to: install, upgrade,
+#                                   reinstall, downgrade, remove): rxe-kvfix-dkms one
+#                                   Version higher (BUMPDIR), then one Release higher
+#                                   (RELDIR), reinstalled, downgraded to BASEDIR's;
+#                                   tests/pkg/lifecycle-lib.sh, a line a step
+#     erase REL:EXPECT...           rpm -e both; nothing of ours left
 #     negative RPMDIR REL           no source RPM: rpm -i succeeds, DKMS steps aside with
 #                                   the dnf remedy, the in-tree module stays; rpm -e
 #
@@ -29,6 +37,8 @@ SRC=$1 STEP=$2
 shift 2
 # shellcheck source=tests/testlib.sh
 . "$SRC/tests/testlib.sh"
+# shellcheck source=tests/pkg/lifecycle-lib.sh
+. "$SRC/tests/pkg/lifecycle-lib.sh"
 t_suite pkg-fedora
 M=rxe-kvfix
 F="Fedora-shaped"
@@ -91,6 +101,12 @@ check_skipped() {
 		t_pass
 		grep "rxe-kvfix-dkms: $k" <<<"$POST" | sed 's/^/     /'
 	fi
+}
+
+affected() { # REL:EXPECT...: how many need the fix (DKMS builds each once)
+	local n=0 spec
+	for spec; do [[ ${spec#*:} != affected-* ]] || n=$((n + 1)); done
+	echo "$n"
 }
 
 check_kernels() { # VER REL:EXPECT...
@@ -164,6 +180,25 @@ EOF
 		run rpm -i --replacefiles /tmp/km/RPMS/*/kernel-modules-*.rpm
 }
 
+# left_after_erase HOW REL:EXPECT...: nothing of ours is left (rpmdb, /usr/src,
+# /var/lib/dkms and our state, modules, units, presets, hooks, config)
+left_after_erase() {
+	local how=$1 f k p left=()
+	shift
+	t_start "$F: after $how nothing of ours is left (rpmdb, /usr/src, /var/lib/dkms, extra/, units, presets, hooks, config)"
+	for f in /usr/src/"$M"-* /var/lib/dkms/"$M" /var/lib/rxe-kvfix /var/lib/rxe-verify /etc/rxe-verify /etc/rxe-kvfix \
+		/usr/libexec/rxe-verify /usr/bin/rxe-verify /usr/lib/rxe-kvfix /usr/lib/kernel/install.d/41-rxe-kvfix.install \
+		/etc/kernel/postinst.d/dkms-rxe-kvfix /usr/lib/systemd/system/rxe-verify-boot.service \
+		/usr/lib/systemd/system/rxe-kvfix-boot.service /usr/lib/systemd/system/rxe-kvfix-fetch@.service \
+		/usr/lib/systemd/system-preset/80-rxe-kvfix.preset /usr/lib/systemd/system-preset/80-rxe-verify.preset \
+		/etc/systemd/system/*.wants/rxe-verify-boot.service /etc/systemd/system/*.wants/rxe-kvfix-boot.service; do
+		[[ ! -e $f && ! -L $f ]] || left+=("$f")
+	done
+	for k in "${@%%:*}"; do mapfile -t -O "${#left[@]}" left < <(ours "$k"); done
+	for p in rxe-kvfix-dkms rxe-verify; do rpm -q "$p" >/dev/null 2>&1 && left+=("rpmdb:$p"); done
+	if ((${#left[@]} == 0)); then t_pass; else t_fail "left behind: ${left[*]}"; fi
+}
+
 case $STEP in
 install)
 	RPMDIR=$1
@@ -192,9 +227,12 @@ install)
 	for r in "${rpms[@]}"; do files+=("./$(basename "$r")"); done
 	t_start "$F: rpm -i ${files[*]} (dependencies checked by rpm, no --nodeps)"
 	rc=0
+	lc_init rpm "$@"
+	lc_begin
 	cd "$RPMDIR"
 	run rpm -i "${files[@]}" || rc=$?
 	cd "$OLDPWD"
+	rpm_i_rc=$rc rpm_i_out=$OUT
 	# shellcheck disable=SC2086  # names: one word each
 	if ((rc == 0)) && rpm -q $names >/dev/null; then
 		POST=$OUT
@@ -205,6 +243,9 @@ install)
 		exit 1
 	fi
 	check_kernels "$VER" "$@"
+	lc_end "install $VER (rpm -i)" "$VER" "$(affected "$@")" "$rpm_i_rc" "$rpm_i_out"
+	[[ $names != *rxe-verify* ]] || lc_units "install $VER (rpm -i): the boot units enabled by their preset under Fedora's policy" enabled \
+		rxe-kvfix-boot.service rxe-verify-boot.service
 	t_start "$F: rpm -V kernel-modules reports the in-tree rdma_rxe missing (DKMS moved it), exit 1"
 	rc=0
 	run rpm -V kernel-modules || rc=$?
@@ -237,45 +278,78 @@ kernel-upgrade)
 	fi
 	check_built "$K" "$VER"
 	;;
-rpm-upgrade)
-	RPMDIR=$1
-	shift
-	OLD=$(rpmver rxe-kvfix-dkms)
-	new=("$RPMDIR"/rxe-kvfix-dkms-*.noarch.rpm)
-	NEW=$(rpm -qp --qf '%{VERSION}' "${new[0]}")
-	t_start "$F: rpm -U rxe-kvfix-dkms $OLD -> $NEW"
-	if run rpm -U "${new[@]}" && [[ $(rpmver rxe-kvfix-dkms) == "$NEW" ]]; then
-		POST=$OUT
-		t_pass
-		grep '^rxe-kvfix-dkms:' <<<"$POST" | sed 's/^/     /'
+lifecycle)
+	FAM=$1 BASE=$2 BUMP=$3 RELD=$4
+	shift 4
+	lc_init "$FAM" "$@"
+	n=$(affected "$@")
+	nv() { rpm -qp --qf '%{VERSION}-%{RELEASE}' "$1"/rxe-kvfix-dkms-*.noarch.rpm; }
+	V0=$(nv "$BASE") V1=$(nv "$BUMP") V2=$(nv "$RELD")
+	[[ ${V1%-*} == "${V2%-*}" && ${V0%-*} != "${V1%-*}" ]] || { t_fail "$F: lifecycle: packages" "$V0, $V1, $V2: need a Version bump, then a Release-only one"; exit 1; }
+	units=(rxe-kvfix-boot.service)
+	[[ -z $(compgen -G "$BASE/rxe-verify-*.rpm") ]] || units+=(rxe-verify-boot.service)
+	if [[ $FAM == dnf ]]; then
+		# a repository of ours, each package published when its step comes (as an
+		# update reaches a host); the metadata is read afresh at every command
+		REPO=/srv/rxe-kvfix-lifecycle-repo
+		rm -rf "$REPO" && mkdir -p "$REPO"
+		publish() { cp "$1"/*.rpm "$REPO/" && rm -f "$REPO"/*.src.rpm && createrepo_c -q --update "$REPO" >/dev/null; }
+		printf '[rxe-kvfix-lifecycle]\nname=rxe-kvfix lifecycle test repository (Fedora-shaped, simulated)\nbaseurl=file://%s\ngpgcheck=0\nmetadata_expire=0\n' \
+			"$REPO" >/etc/yum.repos.d/rxe-kvfix-lifecycle.repo
+		publish "$BASE"
+		dnf=(dnf5 -y -q --refresh)
+		# the install: what a Fedora admin types (dnf install rxe-kvfix-dkms rxe-verify)
+		names=(rxe-kvfix-dkms-"$V0")
+		((${#units[@]} == 1)) || names+=(rxe-verify-"$V0")
+		lc_step "install $V0 (dnf5 install)" "${V0%-*}" "$n" -- "${dnf[@]}" install "${names[@]}" || true
+		lc_units "install $V0 (dnf5 install): the boot units enabled by their preset under Fedora's policy" enabled "${units[@]}"
+		publish "$BUMP"
+		up=("${dnf[@]}" upgrade rxe-kvfix-dkms)
+		lc_step "Version upgrade $V0 -> $V1 (dnf5 upgrade)" "${V1%-*}" "$n" -- "${up[@]}" || true
+		systemctl disable -q rxe-kvfix-boot.service
+		publish "$RELD"
+		lc_step "Release-only upgrade $V1 -> $V2 (dnf5 upgrade)" "${V2%-*}" 0 -- "${up[@]}" || true
+		lc_units "Release-only upgrade $V1 -> $V2 (dnf5 upgrade): the administrator's systemctl disable kept" disabled rxe-kvfix-boot.service
+		systemctl enable -q rxe-kvfix-boot.service
+		lc_step "reinstall $V2 (dnf5 reinstall)" "${V2%-*}" 0 -- "${dnf[@]}" reinstall rxe-kvfix-dkms || true
+		lc_step "downgrade $V2 -> $V0 (dnf5 downgrade)" "${V0%-*}" "$n" -- "${dnf[@]}" downgrade "rxe-kvfix-dkms-$V0" || true
+		lc_units "downgrade $V2 -> $V0 (dnf5 downgrade): the boot units still enabled" enabled "${units[@]}"
+		rm_names=(rxe-kvfix-dkms)
+		((${#units[@]} == 1)) || rm_names+=(rxe-verify)
+		lc_step "erase (dnf5 remove)" - 0 -- "${dnf[@]}" remove "${rm_names[@]}" || true
+		left_after_erase "dnf5 remove" "$@"
+		rm -rf "$REPO" /etc/yum.repos.d/rxe-kvfix-lifecycle.repo
 	else
-		t_fail "$(logtail)"
+		lc_step "Version upgrade $V0 -> $V1 (rpm -U)" "${V1%-*}" "$n" -- rpm -U "$BUMP"/rxe-kvfix-dkms-*.noarch.rpm || true
+		t_start "$F: after rpm -U exactly ${V1%-*} is left: dkms status, /usr/src, /var/lib/dkms"
+		st=$(dkms status "$M" 2>&1)
+		old=$(find /usr/src /var/lib/dkms/"$M" -maxdepth 1 -name "*${V0%-*}*" 2>/dev/null)
+		if [[ -z $old && $st != *"${V0%-*}"* && $st == *"${V1%-*}"* ]]; then t_pass; echo "     $(tr '\n' ';' <<<"$st")"; else t_fail "dkms status: $(tr '\n' ' ' <<<"$st") left: $old"; fi
+		systemctl disable -q rxe-kvfix-boot.service
+		lc_step "Release-only upgrade $V1 -> $V2 (rpm -U)" "${V2%-*}" 0 -- rpm -U "$RELD"/rxe-kvfix-dkms-*.noarch.rpm || true
+		lc_units "Release-only upgrade $V1 -> $V2 (rpm -U): the administrator's systemctl disable kept" disabled rxe-kvfix-boot.service
+		systemctl enable -q rxe-kvfix-boot.service
+		lc_step "reinstall $V2 (rpm --reinstall)" "${V2%-*}" 0 -- rpm --reinstall "$RELD"/rxe-kvfix-dkms-*.noarch.rpm || true
+		lc_step "downgrade $V2 -> $V0 (rpm -U --oldpackage)" "${V0%-*}" "$n" -- rpm -U --oldpackage "$BASE"/rxe-kvfix-dkms-*.noarch.rpm || true
+		lc_units "downgrade $V2 -> $V0 (rpm -U --oldpackage): the boot units still enabled" enabled "${units[@]}"
 	fi
-	check_kernels "$NEW" "$@"
-	t_start "$F: after rpm -U exactly $NEW is left: dkms status, /usr/src, /var/lib/dkms"
-	st=$(dkms status "$M" 2>&1)
-	left=$(find /usr/src /var/lib/dkms/"$M" -maxdepth 1 -name "*$OLD*" 2>/dev/null)
-	if [[ -z $left && $st != *"$OLD"* && $st == *"$NEW"* ]]; then t_pass; echo "     $(tr '\n' ';' <<<"$st")"; else t_fail "dkms status: $(tr '\n' ' ' <<<"$st") left: $left"; fi
 	;;
 erase)
+	lc_init rpm "$@"
 	t_start "$F: rpm -e rxe-kvfix-dkms rxe-verify"
-	if run rpm -e rxe-kvfix-dkms rxe-verify; then t_pass; else t_fail "$(logtail)"; fi
+	lc_begin
+	rc=0
+	run rpm -e rxe-kvfix-dkms rxe-verify || rc=$?
+	if ((rc == 0)); then t_pass; else t_fail "$(logtail)"; fi
+	lc_end "erase (rpm -e)" - 0 "$rc" "$OUT"
 	t_start "$F: after rpm -e the in-tree rdma_rxe is back and resolves for every kernel; rpm -V kernel-modules clean"
 	bad=''
-	for k in "$@"; do
+	for k in "${@%%:*}"; do
 		p=$(resolved "$k")
 		[[ $p == "/lib/modules/$k/kernel/drivers/"* && -f $p && -z $(ours "$k") ]] || bad+=" $k:$p"
 	done
 	if [[ -z $bad ]] && run rpm -V kernel-modules; then t_pass; else t_fail "modinfo -n:$bad; rpm -V: $OUT"; fi
-	t_start "$F: after rpm -e nothing of ours is left (rpmdb, /usr/src, /var/lib/dkms, extra/, units, config)"
-	left=()
-	for f in /usr/src/"$M"-* /var/lib/dkms/"$M" /var/lib/rxe-verify /etc/rxe-verify /usr/libexec/rxe-verify /usr/bin/rxe-verify \
-		/usr/lib/systemd/system/rxe-verify-boot.service /etc/systemd/system/*.wants/rxe-verify-boot.service; do
-		[[ ! -e $f && ! -L $f ]] || left+=("$f")
-	done
-	for k in "$@"; do mapfile -t -O "${#left[@]}" left < <(ours "$k"); done
-	for p in rxe-kvfix-dkms rxe-verify; do rpm -q "$p" >/dev/null 2>&1 && left+=("rpmdb:$p"); done
-	if ((${#left[@]} == 0)); then t_pass; else t_fail "left behind: ${left[*]}"; fi
+	left_after_erase "rpm -e" "$@"
 	;;
 negative)
 	RPMDIR=$1 K=$2
