@@ -296,6 +296,8 @@ lifecycle)
 		publish() { cp "$1"/*.rpm "$REPO/" && rm -f "$REPO"/*.src.rpm && createrepo_c -q --update "$REPO" >/dev/null; }
 		printf '[rxe-kvfix-lifecycle]\nname=rxe-kvfix lifecycle test repository (Fedora-shaped, simulated)\nbaseurl=file://%s\ngpgcheck=0\nmetadata_expire=0\n' \
 			"$REPO" >/etc/yum.repos.d/rxe-kvfix-lifecycle.repo
+		# no fedora-release here to tell dnf5 the release
+		[[ -s /etc/dnf/vars/releasever ]] || { mkdir -p /etc/dnf/vars && echo 44 >/etc/dnf/vars/releasever; }
 		publish "$BASE"
 		dnf=(dnf5 -y -q --refresh)
 		# the install: what a Fedora admin types (dnf install rxe-kvfix-dkms rxe-verify)
