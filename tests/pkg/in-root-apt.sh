@@ -120,6 +120,8 @@ if [[ $PHASE != purge ]]; then
 		fail_with_log "apt-get install failed"
 		exit 1
 	fi
+	lc_end "install $VER (apt-get install)" "$VER" "$n" "$rc" "$(tail -n 5 "$LOG.install")"
+	lc_units "install $VER (apt-get install): the boot units enabled" enabled "${UNITS[@]}"
 
 	for spec in "$@"; do
 		K=${spec%%:*} E=${spec#*:}
@@ -163,9 +165,6 @@ if [[ $PHASE != purge ]]; then
 		*) t_fail "$K: matrix" "unknown expectation '$E'" ;;
 		esac
 	done
-
-	lc_end "install $VER (apt-get install)" "$VER" "$n" "$rc" "$(tail -n 5 "$LOG.install")"
-	lc_units "install $VER (apt-get install): the boot units enabled" enabled "${UNITS[@]}"
 
 	t_start "$ROOTNAME: rxe-verify runs from the package"
 	out=$(rxe-verify --help 2>&1) || true

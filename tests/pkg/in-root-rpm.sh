@@ -232,7 +232,6 @@ install)
 	cd "$RPMDIR"
 	run rpm -i "${files[@]}" || rc=$?
 	cd "$OLDPWD"
-	rpm_i_rc=$rc rpm_i_out=$OUT
 	# shellcheck disable=SC2086  # names: one word each
 	if ((rc == 0)) && rpm -q $names >/dev/null; then
 		POST=$OUT
@@ -242,10 +241,10 @@ install)
 		t_fail "$(logtail)"
 		exit 1
 	fi
-	check_kernels "$VER" "$@"
-	lc_end "install $VER (rpm -i)" "$VER" "$(affected "$@")" "$rpm_i_rc" "$rpm_i_out"
+	lc_end "install $VER (rpm -i)" "$VER" "$(affected "$@")" "$rc" "$POST"
 	[[ $names != *rxe-verify* ]] || lc_units "install $VER (rpm -i): the boot units enabled by their preset under Fedora's policy" enabled \
 		rxe-kvfix-boot.service rxe-verify-boot.service
+	check_kernels "$VER" "$@"
 	t_start "$F: rpm -V kernel-modules reports the in-tree rdma_rxe missing (DKMS moved it), exit 1"
 	rc=0
 	run rpm -V kernel-modules || rc=$?
