@@ -53,6 +53,7 @@ ours() { find "/lib/modules/$1/extra" "/lib/modules/$1/updates" -name 'rdma_rxe.
 rpmver() { rpm -q --qf '%{VERSION}' "$1" 2>/dev/null; }
 # run CMD...: CMD's output appended to LOG and kept in OUT
 run() { local rc=0; OUT=$("$@" 2>&1) || rc=$?; printf '+ %s\n%s\n' "$*" "$OUT" >>"$LOG"; return "$rc"; }
+OUT=''
 logtail() { tail -n 3 <<<"$OUT" | tr '\n' ' ' | cut -c1-300; }
 
 # check_built REL VER: REL has our module VER under /extra, found first by
@@ -139,6 +140,7 @@ make_base() {
 		kernel-devel) compgen -G '/usr/src/kernels/*/Makefile' >/dev/null && ok=1 ;;
 		rdma-core) command -v rdma >/dev/null && [[ -d /etc/rdma || -e /usr/sbin/rdma-ndd || -e /usr/bin/rdma ]] && ok=1 ;;
 		xz | cpio | make | patch | dkms) command -v "$cap" >/dev/null && ok=1 ;;
+		systemd) [[ -x /usr/bin/systemctl && -d /usr/lib/systemd/system ]] && ok=1 ;; # %systemd_requires
 		*) ;;
 		esac
 		((ok)) || { echo "the root has nothing that provides '$r'"; return 1; }
