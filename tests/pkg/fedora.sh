@@ -15,11 +15,11 @@
 #      saying which version DKMS has, what every kernel's rdma_rxe resolves to and
 #      how many builds ran)
 #   4. rpm -e: the in-tree module back, nothing of ours left
-#   4b. the same life with dnf5 against a local repository (createrepo-c): dnf5
-#      install, upgrade, upgrade to the Release-only update, reinstall, downgrade,
-#      remove
 #   5. negative: the root without its source RPMs: rpm -i succeeds, DKMS fails
 #      with the one-line dnf remedy, the in-tree module stays
+#   5b. the life of 3. with dnf5 (Debian's) against a local repository (createrepo-c):
+#      dnf5 install, upgrade, upgrade to the Release-only update, reinstall,
+#      downgrade, remove (after 5: with dnf present, %post defers a missing source)
 #   6. the source RPM from a dnf repository (dnf5, createrepo-c), fetched after
 #      the transaction by rxe-kvfix-fetch@.service in the root booted with
 #      systemd-nspawn; the repository unreachable; the boot repair
@@ -121,19 +121,23 @@ if step install /root/rpms "${specA[@]}"; then
 	step kernel-upgrade "$B" || true
 	step lifecycle-rpm lifecycle rpm /root/rpms /root/rpms-bump /root/rpms-release "${specAll[@]}" || true
 	step erase "${specAll[@]}" || true
-	# 4b. the same life with dnf5 (Debian's, sid) against a local repository
+	# 5. the same root without its source RPMs (kept aside for 6's repository), before
+	# dnf is installed: without it %post names the dnf download to run by hand
+	mkdir -p "$MNT/srv/rxe-srpms"
+	mv "$MNT"/var/cache/rxe-kvfix/sources/kernel-*.src.rpm "$MNT/srv/rxe-srpms/"
+	step negative /root/rpms "$A" || true
+	# 5b. the same life with dnf5 (Debian's, sid) against a local repository; the
+	# source RPMs in the cache for it, as README tells an offline host to put them
 	t=$SECONDS
 	if out=$(rxe_chroot_run "$MNT" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q dnf5 createrepo-c 2>&1); then
 		echo "     dnf5 and createrepo-c installed in the root: $((SECONDS - t)) s"
+		cp "$MNT"/srv/rxe-srpms/kernel-*.src.rpm "$MNT/var/cache/rxe-kvfix/sources/"
 		step lifecycle-dnf lifecycle dnf /root/rpms /root/rpms-bump /root/rpms-release "${specAll[@]}" || true
+		rm -f "$MNT"/var/cache/rxe-kvfix/sources/kernel-*.src.rpm
 	else
 		t_fail "$F: the life with dnf5: setup" "apt-get install dnf5 createrepo-c: $(tail -n2 <<<"$out" | tr '\n' ' ')"
 		rc=1
 	fi
-	# 5. the same root without its source RPMs (kept aside for 6's repository)
-	mkdir -p "$MNT/srv/rxe-srpms"
-	mv "$MNT"/var/cache/rxe-kvfix/sources/kernel-*.src.rpm "$MNT/srv/rxe-srpms/"
-	step negative /root/rpms "$A" || true
 	# 6. B's source RPM from a dnf repository, outside the transaction
 	t=$SECONDS
 	"$HERE/fedora-fetch.sh" "$MNT" /root/rpms "$B" || rc=1

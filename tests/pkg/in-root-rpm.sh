@@ -295,6 +295,7 @@ lifecycle)
 		REPO=/srv/rxe-kvfix-lifecycle-repo
 		rm -rf "$REPO" && mkdir -p "$REPO"
 		publish() { cp "$1"/*.rpm "$REPO/" && rm -f "$REPO"/*.src.rpm && createrepo_c -q --update "$REPO" >/dev/null; }
+		mkdir -p /etc/yum.repos.d
 		printf '[rxe-kvfix-lifecycle]\nname=rxe-kvfix lifecycle test repository (Fedora-shaped, simulated)\nbaseurl=file://%s\ngpgcheck=0\nmetadata_expire=0\n' \
 			"$REPO" >/etc/yum.repos.d/rxe-kvfix-lifecycle.repo
 		# no fedora-release here to tell dnf5 the release

@@ -98,7 +98,8 @@ lc_end() {
 			[[ $got == in-tree ]] || bad+=" $k resolves to '$got', not the in-tree module;"
 		fi
 		if [[ $(lc__stamp "$k") != "${LC_BEFORE[$k]:-}" ]]; then
-			st=$(sed -n 's/^state=//p' "/var/lib/rxe-kvfix/status/$k" 2>/dev/null)
+			# (no record any more after an erase: nothing was built)
+			st=$(sed -n 's/^state=//p' "/var/lib/rxe-kvfix/status/$k" 2>/dev/null || true)
 			case $st in built) built=$((built + 1)) ;; not-needed) classified=$((classified + 1)) ;; esac
 		fi
 	done
