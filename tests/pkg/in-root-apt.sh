@@ -212,7 +212,7 @@ t_start "$ROOTNAME: after purge nothing of ours is left"
 left=()
 for f in /usr/src/"$M"-* /var/lib/dkms/"$M" /var/lib/rxe-verify /etc/rxe-verify /usr/libexec/rxe-verify /usr/bin/rxe-verify "$wants" \
 	/var/lib/rxe-kvfix /usr/lib/rxe-kvfix /etc/rxe-kvfix /etc/kernel/postinst.d/dkms-rxe-kvfix /etc/kernel/header_postinst.d/dkms-rxe-kvfix \
-	/etc/kernel/postrm.d/rxe-kvfix /usr/lib/kernel/install.d/41-rxe-kvfix.install /var/cache/rxe-kvfix/sources/*.provenance \
+	/etc/kernel/postrm.d/rxe-kvfix /usr/lib/kernel/install.d/41-rxe-kvfix.install /var/cache/rxe-kvfix/sources/*.provenance /var/cache/rxe-kvfix/sources/.memo \
 	/usr/lib/systemd/system/rxe-kvfix-boot.service /lib/systemd/system/rxe-kvfix-boot.service \
 	/etc/systemd/system/multi-user.target.wants/rxe-kvfix-boot.service; do
 	[[ ! -e $f && ! -L $f ]] || left+=("$f")

@@ -188,7 +188,7 @@ left_after_erase() {
 	local how=$1 f k p left=()
 	shift
 	t_start "$F: after $how nothing of ours is left (rpmdb, /usr/src, /var/lib/dkms, extra/, units, presets, hooks, config)"
-	for f in /usr/src/"$M"-* /var/lib/dkms/"$M" /var/lib/rxe-kvfix /var/lib/rxe-verify /etc/rxe-verify /etc/rxe-kvfix \
+	for f in /usr/src/"$M"-* /var/lib/dkms/"$M" /var/lib/rxe-kvfix /var/lib/rxe-verify /etc/rxe-verify /etc/rxe-kvfix /var/cache/rxe-kvfix/sources/.memo \
 		/usr/libexec/rxe-verify /usr/bin/rxe-verify /usr/lib/rxe-kvfix /usr/lib/kernel/install.d/41-rxe-kvfix.install \
 		/etc/kernel/postinst.d/dkms-rxe-kvfix /usr/lib/systemd/system/rxe-verify-boot.service \
 		/usr/lib/systemd/system/rxe-kvfix-boot.service /usr/lib/systemd/system/rxe-kvfix-fetch@.service \
