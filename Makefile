@@ -56,8 +56,10 @@ endif
 
 all: module
 
+# help: the comment block at the top, whole (from its third line to the first line
+# that is not a comment), so a line added there is shown without editing this rule
 help:
-	@sed -n '3,23p' Makefile | sed 's/^# \{0,1\}//'
+	@awk 'NR < 3 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' Makefile
 
 # A goal (or prerequisite file) with no rule: one line naming what to do.
 .DEFAULT:
