@@ -64,26 +64,31 @@ rxe_kvfix_status() { # FILE
 	case $class in
 	affected-kzalloc_objs | affected-kcalloc)
 		printf '%s: rxe_mr.c:%s allocates the MR page-info array with %s(), one physically contiguous block (16 B a 4 KiB page: order 11 from 1 GiB + 16 B): it needs the fix, patches/%s is its series and the DKMS package builds it [%s]\n' \
-			"$class" "$line" "$alloc" "$series" "$text" ;;
+			"$class" "$line" "$alloc" "$series" "$text"
+		;;
 	affected-kmalloc_array)
 		printf '%s: rxe_mr.c:%s allocates the MR page-info array with %s(), physically contiguous: no series is shipped for this shape and the DKMS package refuses it [%s]\n' \
-			"$class" "$line" "$alloc" "$text" ;;
+			"$class" "$line" "$alloc" "$text"
+		;;
 	fixed)
 		free_line=$(awk '/^static void free_mr_page_info\(/,/^}/ { if (index($0, "kvfree(mr->page_info)")) { print FNR; exit } }' "$f")
 		printf 'fixed: rxe_mr.c:%s allocates the MR page-info array with %s()%s: the fix has landed, nothing to apply, the DKMS package steps aside and the in-tree rdma_rxe stays [%s]\n' \
-			"$line" "$alloc" "${free_line:+ and line $free_line frees it with kvfree()}" "$text" ;;
+			"$line" "$alloc" "${free_line:+ and line $free_line frees it with kvfree()}" "$text"
+		;;
 	unaffected)
 		if [[ $text == *page_list* ]]; then
 			printf 'unaffected: rxe_mr.c:%s keeps the MR pages in the xarray mr->page_list, there is no page-info array: nothing to apply, the DKMS package steps aside [%s]\n' "$line" "$text"
 		else
 			printf 'unaffected: rxe_mr.c:%s keeps the MR pages in the older rxe_map tables, there is no page-info array: nothing to apply, the DKMS package steps aside [%s]\n' "$line" "$text"
-		fi ;;
+		fi
+		;;
 	*)
 		if ((line > 0)); then
 			text="rxe_mr.c:$line assigns the MR page-info array from an allocator not known here [$text]"
 		fi
 		printf 'unknown: %s: read __alloc_mr_page_info() in rxe_mr.c (the rules: classify_why in kmod/rxe-kvfix-lib.sh)\n' "$text"
-		return 1 ;;
+		return 1
+		;;
 	esac
 }
 
@@ -95,7 +100,6 @@ check_fixed() { # FILE
 		awk '/^static void free_mr_page_info\(/,/^}/' "$f" | grep -q 'kvfree(mr->page_info)' &&
 		! grep -q 'kfree(mr->page_info)' "$f"
 }
-
 
 # Patch series for a classification (empty: none shipped).
 series_for_class() { # CLASS

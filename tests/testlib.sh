@@ -18,7 +18,10 @@
 T_CONFIG_FILE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/harness.conf
 declare -gA T_CFG=()
 
-t__config_bad() { printf '%s: %s\n' "${RXE_PROG:-harness}" "$*" >&2; exit 2; }
+t__config_bad() {
+	printf '%s: %s\n' "${RXE_PROG:-harness}" "$*" >&2
+	exit 2
+}
 
 t__config_put() { # ORIGIN KEY VALUE
 	[[ -v T_CFG[$2] ]] || t__config_bad "$1: unknown setting '$2'; use a key of tests/harness.conf"
@@ -114,10 +117,16 @@ t_ccache_end() {
 T_KBUILD_CCACHE0=''
 t_kbuild_ccache_report() {
 	local d h=0 m=0 h0 m0
-	declare -F rxe_cache_dir >/dev/null || { echo "t_kbuild_ccache_report: source vmhost/lib.sh first (rxe_cache_dir)" >&2; return 2; }
+	declare -F rxe_cache_dir >/dev/null || {
+		echo "t_kbuild_ccache_report: source vmhost/lib.sh first (rxe_cache_dir)" >&2
+		return 2
+	}
 	d=$(rxe_cache_dir)/ccache-kbuild
 	if [[ -d $d ]] && command -v ccache >/dev/null; then read -r h m < <(CCACHE_DIR=$d t_ccache_stats); fi
-	if [[ $1 == begin ]]; then T_KBUILD_CCACHE0="$h $m"; return 0; fi
+	if [[ $1 == begin ]]; then
+		T_KBUILD_CCACHE0="$h $m"
+		return 0
+	fi
 	read -r h0 m0 <<<"${T_KBUILD_CCACHE0:-$h $m}"
 	echo "--- kbuild through ccache in the build roots, during this stage (and anything beside it): $((h - h0)) hits, $((m - m0)) compiled"
 }
@@ -141,10 +150,12 @@ t_fedora_srpm() {
 	cp -a "$d/linux-$up" "$d/b"
 	sed -i "1a /* $marker */" "$d/b/$rxedir/rxe_verbs.c"
 	sed -i -E "s/^EXTRAVERSION =.*/EXTRAVERSION = -$tag/" "$d/b/Makefile"
-	(cd "$d" && { diff -u --label "a/$rxedir/rxe_verbs.c" --label "b/$rxedir/rxe_verbs.c" "linux-$up/$rxedir/rxe_verbs.c" "b/$rxedir/rxe_verbs.c" || true; } |
-		sed "1i diff --git a/$rxedir/rxe_verbs.c b/$rxedir/rxe_verbs.c" >"rpm/SOURCES/patch-$xy-redhat.patch"
+	(
+		cd "$d" && { diff -u --label "a/$rxedir/rxe_verbs.c" --label "b/$rxedir/rxe_verbs.c" "linux-$up/$rxedir/rxe_verbs.c" "b/$rxedir/rxe_verbs.c" || true; } |
+			sed "1i diff --git a/$rxedir/rxe_verbs.c b/$rxedir/rxe_verbs.c" >"rpm/SOURCES/patch-$xy-redhat.patch"
 		{ diff -u --label a/Makefile --label b/Makefile "linux-$up/Makefile" b/Makefile || true; } |
-			sed '1i diff --git a/Makefile b/Makefile' >>"rpm/SOURCES/patch-$xy-redhat.patch")
+			sed '1i diff --git a/Makefile b/Makefile' >>"rpm/SOURCES/patch-$xy-redhat.patch"
+	)
 	cat >"$d/rpm/SPECS/kernel.spec" <<SPEC
 Name: kernel
 Version: $up
@@ -158,7 +169,10 @@ Made at test time by rxe-kvfix's tests from Debian's linux-source of linux $up,
 trimmed to the top Makefile and $rxedir.
 SPEC
 	rpmbuild -bs --define "_topdir $d/rpm" "$d/rpm/SPECS/kernel.spec" >"$d/rpmbuild.log" 2>&1 ||
-		{ echo "rpmbuild -bs of kernel-$up failed: $(tail -n1 "$d/rpmbuild.log")" >&2; return 1; }
+		{
+			echo "rpmbuild -bs of kernel-$up failed: $(tail -n1 "$d/rpmbuild.log")" >&2
+			return 1
+		}
 	find "$d/rpm/SRPMS" -name "kernel-$up-200.fc44*.src.rpm" | head -n1
 }
 

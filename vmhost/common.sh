@@ -36,14 +36,20 @@ T_T0=0
 T_FAILS=0
 
 t_suite() { T_SUITE=$1; }
-t_start() { T_NAME=$1; T_T0=$(date +%s.%N); }
+t_start() {
+	T_NAME=$1
+	T_T0=$(date +%s.%N)
+}
 
 t__record() { # STATUS NAME REASON
 	local secs
 	secs=$(awk -v a="$T_T0" -v b="$(date +%s.%N)" 'BEGIN { if (a > 0) printf "%.1f", b - a; else printf "0.0" }')
 	case $1 in
 	ok) printf 'ok   %s (%ss)\n' "$2" "$secs" ;;
-	FAIL) printf 'FAIL %s: %s (%ss)\n' "$2" "$3" "$secs"; T_FAILS=$((T_FAILS + 1)) ;;
+	FAIL)
+		printf 'FAIL %s: %s (%ss)\n' "$2" "$3" "$secs"
+		T_FAILS=$((T_FAILS + 1))
+		;;
 	SKIP) printf 'SKIP %s: %s\n' "$2" "$3" ;;
 	esac
 	if [[ -n ${RXE_RESULTS:-} ]]; then

@@ -23,14 +23,23 @@
 set -euo pipefail
 
 usage() { echo "Usage: in-root-dkms.sh [--install-paths TARBALL KERNEL] SRC ROOTNAME RELEASE:EXPECT..."; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || {
+	usage
+	exit 0
+}
 TARBALL='' PK=''
 if [[ ${1:-} == --install-paths ]]; then
-	(($# >= 3)) || { usage >&2; exit 2; }
+	(($# >= 3)) || {
+		usage >&2
+		exit 2
+	}
 	TARBALL=$2 PK=$3
 	shift 3
 fi
-(($# >= 3)) || { usage >&2; exit 2; }
+(($# >= 3)) || {
+	usage >&2
+	exit 2
+}
 SRC=$1 ROOTNAME=$2
 shift 2
 
@@ -77,9 +86,15 @@ for spec in "$@"; do
 		got=$("$SRC/kmod/rxe-kvfix-objcheck" "$stock" 2>>"$LOG" || true)
 		if [[ $got == k ]]; then t_pass; else t_fail "objcheck on $stock says '$got'"; fi
 		t_start "$K: dkms build"
-		if run dkms build "$M/$VER" -k "$K"; then t_pass; else fail_with_log "dkms build failed"; continue; fi
+		if run dkms build "$M/$VER" -k "$K"; then t_pass; else
+			fail_with_log "dkms build failed"
+			continue
+		fi
 		t_start "$K: dkms install $M/$VER -k $K"
-		if run dkms install "$M/$VER" -k "$K"; then t_pass; else fail_with_log "dkms install failed"; continue; fi
+		if run dkms install "$M/$VER" -k "$K"; then t_pass; else
+			fail_with_log "dkms install failed"
+			continue
+		fi
 
 		path=$(resolved "$K")
 		t_start "$K: modinfo -n resolves to the DKMS module"
@@ -219,10 +234,16 @@ t_start "$ROOTNAME: make dkms-install of a second version while $VER is installe
 second=/tmp/rxe-kvfix-second
 rm -rf "$second" && cp -a "$SRC" "$second"
 rxe_kvfix_set_version "$second" 9.9.8
-before=$(dkms status; ls /usr/src /var/lib/dkms/"$M")
+before=$(
+	dkms status
+	ls /usr/src /var/lib/dkms/"$M"
+)
 rc=0
 err=$(make -s -C "$second" dkms-install KVER="$PK" 2>&1 >/dev/null | grep -Ev '^make(\[[0-9]+\])?: \*\*\*') || rc=$?
-after=$(dkms status; ls /usr/src /var/lib/dkms/"$M")
+after=$(
+	dkms status
+	ls /usr/src /var/lib/dkms/"$M"
+)
 if [[ $err != "make: $M $VER is already registered with DKMS; remove it first (dkms remove $M/$VER --all), then run make dkms-install again" ]]; then
 	t_fail "make said: $err"
 elif [[ $before != "$after" ]] || ! ours "$PK"; then

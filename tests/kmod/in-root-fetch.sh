@@ -11,8 +11,14 @@
 set -euo pipefail
 
 usage() { echo "Usage: in-root-fetch.sh SRC"; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
-(($# == 1)) || { usage >&2; exit 2; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || {
+	usage
+	exit 0
+}
+(($# == 1)) || {
+	usage >&2
+	exit 2
+}
 SRC=$1
 # shellcheck source=tests/testlib.sh
 . "$SRC/tests/testlib.sh"
@@ -25,7 +31,10 @@ CACHE=/var/cache/rxe-kvfix/sources
 rm -rf "$CACHE"
 mkdir -p "$CACHE"
 
-re() { local s=${1//./[.]}; printf '%s\n' "${s//+/[+]}"; } # a kernel release as an ERE matching it
+re() {
+	local s=${1//./[.]}
+	printf '%s\n' "${s//+/[+]}"
+} # a kernel release as an ERE matching it
 
 # run_case NAME WANT_RC PATTERN CMD...: CMD exits WANT_RC (fail = any non-zero)
 # and prints a line matching PATTERN, which is shown
@@ -127,7 +136,10 @@ stanza() { # VERSION FILE... (a file given as NAME=SHA256 gets that hash instead
 	local v=$1 f n h
 	shift
 	printf 'Package: linux\nBinary: linux-source-9.8\nVersion: %s\nMaintainer: rxe-kvfix tests <root@localhost>\nArchitecture: all\nFormat: 3.0 (quilt)\nDirectory: .\nFiles:\n' "$v"
-	for f; do n=${f%%=*}; printf ' %s %s %s\n' "$(md5sum <"$R/$n" | cut -d' ' -f1)" "$(stat -c %s "$R/$n")" "$n"; done
+	for f; do
+		n=${f%%=*}
+		printf ' %s %s %s\n' "$(md5sum <"$R/$n" | cut -d' ' -f1)" "$(stat -c %s "$R/$n")" "$n"
+	done
 	printf 'Checksums-Sha256:\n'
 	for f; do
 		n=${f%%=*} h=${f#*=}

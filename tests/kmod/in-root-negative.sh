@@ -12,8 +12,14 @@
 set -euo pipefail
 
 usage() { echo "Usage: in-root-negative.sh SRC"; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
-(($# == 1)) || { usage >&2; exit 2; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || {
+	usage
+	exit 0
+}
+(($# == 1)) || {
+	usage >&2
+	exit 2
+}
 SRC=$1
 # shellcheck source=tests/testlib.sh
 . "$SRC/tests/testlib.sh"
@@ -32,7 +38,10 @@ TARBALL=/usr/src/linux-source-$XY.tar.xz
 CACHE=/var/cache/rxe-kvfix/sources
 KDEB=$(dpkg-query -W -f '${Version}' "linux-source-$XY")
 OTHER=$(find "$CACHE" -name "linux-source-${XY}_*.tar.xz" ! -name "linux-source-${XY}_${KDEB}.tar.xz" | head -n1)
-[[ -f $TARBALL ]] || { t_fail "setup" "$TARBALL missing in the root"; exit 1; }
+[[ -f $TARBALL ]] || {
+	t_fail "setup" "$TARBALL missing in the root"
+	exit 1
+}
 STOCK=$(find "/lib/modules/$K/kernel" -name 'rdma_rxe.ko*' | head -n1)
 mklog=/var/lib/dkms/$M/$VER/build/make.log
 
@@ -56,7 +65,10 @@ expect() {
 	t_start "$name"
 	rm -f "$mklog" "$status"
 	out=$("$@" 2>&1) || rc=$?
-	line=$( { printf '%s\n' "$out"; cat "$mklog" 2>/dev/null || true; } | grep -E "$pattern" | head -n1 || true)
+	line=$({
+		printf '%s\n' "$out"
+		cat "$mklog" 2>/dev/null || true
+	} | grep -E "$pattern" | head -n1 || true)
 	if [[ $want == notbuilt ]]; then
 		if ((rc != 77)); then
 			t_fail "exit $rc, expected DKMS's skip (77): a failure must never fail a kernel's installation"

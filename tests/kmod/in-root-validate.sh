@@ -12,8 +12,14 @@
 set -euo pipefail
 
 usage() { echo "Usage: in-root-validate.sh SRC KERNELRELEASE [TREE]"; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
-(($# == 2 || $# == 3)) || { usage >&2; exit 2; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || {
+	usage
+	exit 0
+}
+(($# == 2 || $# == 3)) || {
+	usage >&2
+	exit 2
+}
 SRC=$1 K=$2 TREE=${3:-}
 # shellcheck source=tests/testlib.sh
 . "$SRC/tests/testlib.sh"
@@ -34,7 +40,10 @@ else
 	TREE=/tmp/tree
 	t_start "$K: full linux-source-$XY tree extracted"
 	mkdir -p "$TREE"
-	if tar -xf "/usr/src/linux-source-$XY.tar.xz" -C "$TREE" --strip-components=1; then t_pass; else t_fail "tar failed"; exit 1; fi
+	if tar -xf "/usr/src/linux-source-$XY.tar.xz" -C "$TREE" --strip-components=1; then t_pass; else
+		t_fail "tar failed"
+		exit 1
+	fi
 fi
 
 # as README says: make validate-patch (patches/validate --kdir KDIR KTREE)

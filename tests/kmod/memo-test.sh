@@ -26,8 +26,15 @@ export RXE_PROG
 t_suite kmod-memo
 
 usage() { echo "Usage: tests/kmod/memo-test.sh RXE_TREE KERNELRELEASE   (RXE_TREE: a Makefile and drivers/infiniband/sw/rxe)"; }
-case ${1-} in -h | --help) usage; exit 0 ;; esac
-[[ $# == 2 && -f $1/Makefile && -f $1/drivers/infiniband/sw/rxe/rxe_mr.c ]] || { usage >&2; exit 2; }
+case ${1-} in -h | --help)
+	usage
+	exit 0
+	;;
+esac
+[[ $# == 2 && -f $1/Makefile && -f $1/drivers/infiniband/sw/rxe/rxe_mr.c ]] || {
+	usage >&2
+	exit 2
+}
 TREE=$1 K=$2
 
 W=$(mktemp -d /var/tmp/rxe-kvfix-memo.XXXXXX)

@@ -38,8 +38,14 @@ t_suite kmod-objcheck
 OBJCHECK=$REPO/kmod/rxe-kvfix-objcheck
 
 usage() { echo "Usage: tests/kmod/objcheck-test.sh   (host only: gcc, binutils; no root)"; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
-(($# == 0)) || { usage >&2; exit 2; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || {
+	usage
+	exit 0
+}
+(($# == 0)) || {
+	usage >&2
+	exit 2
+}
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/rxe-kvfix-objcheck.XXXXXX")
 # shellcheck disable=SC2317  # run at exit (rxe_on_exit)

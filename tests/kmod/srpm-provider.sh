@@ -22,8 +22,14 @@ t_suite kmod-srpm
 PREP=$REPO/kmod/rxe-kvfix-prepare
 
 usage() { echo "Usage: tests/kmod/srpm-provider.sh   (needs root to install rpm; uses the sid build root)"; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
-(($# == 0)) || { usage >&2; exit 2; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || {
+	usage
+	exit 0
+}
+(($# == 0)) || {
+	usage >&2
+	exit 2
+}
 
 rxe_need_host rpmbuild:rpm rpm2cpio:rpm2cpio cpio:cpio
 W=$(mktemp -d /var/tmp/rxe-kvfix-srpm.XXXXXX)

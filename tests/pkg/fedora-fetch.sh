@@ -44,8 +44,14 @@ t_suite pkg-fedora
 readonly F="Fedora-shaped (simulated)"
 
 usage() { sed -n '/^#   fedora-fetch.sh MNT/,/^# (apt-get install/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
-(($# == 3)) || { usage >&2; exit 2; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || {
+	usage
+	exit 0
+}
+(($# == 3)) || {
+	usage >&2
+	exit 2
+}
 MNT=$1 RPMDIR=$2 B=$3
 if ! command -v systemd-nspawn >/dev/null; then
 	t_skip "$F: dnf download --srpm outside the transaction (nspawn)" "systemd-nspawn is not installed on this host (apt install systemd-container; tests/host-deps)"
@@ -53,7 +59,10 @@ if ! command -v systemd-nspawn >/dev/null; then
 fi
 UP=${B%%[+-]*}
 SRPM=$(find "$MNT/srv/rxe-srpms" -name "kernel-$UP-*.src.rpm" -print -quit 2>/dev/null || true)
-[[ -n $SRPM ]] || { t_fail "$F: setup" "no kernel-$UP-*.src.rpm kept in $MNT/srv/rxe-srpms"; exit 1; }
+[[ -n $SRPM ]] || {
+	t_fail "$F: setup" "no kernel-$UP-*.src.rpm kept in $MNT/srv/rxe-srpms"
+	exit 1
+}
 NVR=$(basename "$SRPM" .src.rpm)
 NVR=${NVR#kernel-}
 in_mnt() { chroot "$MNT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
@@ -64,7 +73,11 @@ W=$(mktemp -d /var/tmp/rxe-kvfix-fedora-fetch.XXXXXX)
 LEADER=''
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
-	if [[ -n $LEADER ]]; then kill -TERM "$LEADER" 2>/dev/null || true; sleep 3; kill -KILL "$LEADER" 2>/dev/null || true; fi
+	if [[ -n $LEADER ]]; then
+		kill -TERM "$LEADER" 2>/dev/null || true
+		sleep 3
+		kill -KILL "$LEADER" 2>/dev/null || true
+	fi
 	gpgconf --homedir "$W/gnupg" --kill gpg-agent >/dev/null 2>&1 || true
 	rm -rf "$W"
 }
@@ -79,7 +92,7 @@ ver=${NVR%%-*} rel=${NVR#*-}
 # added so that the test sees which plugins ran)
 printf 'Name: kernel\nVersion: %s\nRelease: %s\nSummary: rxe-kvfix test: stands for Fedora kernel %s in a Fedora-shaped repository\nLicense: GPL-2.0-only\nBuildArch: noarch\n%%description\nrxe-kvfix test package (Fedora-shaped, simulated).\n%%posttrans\n/usr/bin/kernel-install -v add %s /lib/modules/%s/vmlinuz || exit $?\n%%preun\n/usr/bin/kernel-install -v remove %s || exit $?\n%%files\n' \
 	"$ver" "$rel" "$NVR" "$B" "$B" "$B" >"$W/rpm/SPECS/kernel.spec"
-if out=$( {
+if out=$({
 	rpmbuild -bb --define "_topdir $W/rpm" --define '_build_id_links none' "$W/rpm/SPECS/kernel.spec" &&
 		cp "$W"/rpm/RPMS/noarch/kernel-*.rpm "$MNT$R/x86_64/" &&
 		in_mnt env DEBIAN_FRONTEND=noninteractive apt-get install -y -q dnf5 createrepo-c &&
@@ -304,7 +317,10 @@ else
 fi
 
 in_ct systemctl poweroff >/dev/null 2>&1 || true
-for _ in $(seq 30); do kill -0 "$NSPAWN" 2>/dev/null || break; sleep 1; done
+for _ in $(seq 30); do
+	kill -0 "$NSPAWN" 2>/dev/null || break
+	sleep 1
+done
 LEADER=''
 kill -0 "$NSPAWN" 2>/dev/null && kill -KILL "$NSPAWN" 2>/dev/null
 wait "$NSPAWN" 2>/dev/null || true

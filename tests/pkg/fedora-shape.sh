@@ -48,16 +48,52 @@ readonly LABEL="Fedora-shaped (simulated: Debian kernel, DKMS's Fedora code path
 STAGE=() UNAFF='' SRPMS=1 MNT=''
 while (($#)); do
 	case $1 in
-	--stage) [[ $# -ge 2 ]] || { echo "fedora-shape: --stage needs a kernel release" >&2; exit 2; }; STAGE+=("$2"); shift 2 ;;
-	--unaffected) [[ ${2:-} == *:* ]] || { echo "fedora-shape: --unaffected needs ROOTDIR:RELEASE" >&2; exit 2; }; UNAFF=$2; shift 2 ;;
-	--no-srpm) SRPMS=0; shift ;;
-	-h | --help) usage; exit 0 ;;
-	-*) echo "fedora-shape: unknown option '$1' (try --help)" >&2; exit 2 ;;
-	*) [[ -z $MNT ]] || { echo "fedora-shape: one MNT only (try --help)" >&2; exit 2; }; MNT=$1; shift ;;
+	--stage)
+		[[ $# -ge 2 ]] || {
+			echo "fedora-shape: --stage needs a kernel release" >&2
+			exit 2
+		}
+		STAGE+=("$2")
+		shift 2
+		;;
+	--unaffected)
+		[[ ${2:-} == *:* ]] || {
+			echo "fedora-shape: --unaffected needs ROOTDIR:RELEASE" >&2
+			exit 2
+		}
+		UNAFF=$2
+		shift 2
+		;;
+	--no-srpm)
+		SRPMS=0
+		shift
+		;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	-*)
+		echo "fedora-shape: unknown option '$1' (try --help)" >&2
+		exit 2
+		;;
+	*)
+		[[ -z $MNT ]] || {
+			echo "fedora-shape: one MNT only (try --help)" >&2
+			exit 2
+		}
+		MNT=$1
+		shift
+		;;
 	esac
 done
-[[ -n $MNT && -d $MNT/usr/src ]] || { echo "fedora-shape: MNT must be an overlay of the sid root (try --help)" >&2; exit 2; }
-command -v rpmbuild >/dev/null || { echo "fedora-shape: rpmbuild is missing on the host (tests/host-deps)" >&2; exit 1; }
+[[ -n $MNT && -d $MNT/usr/src ]] || {
+	echo "fedora-shape: MNT must be an overlay of the sid root (try --help)" >&2
+	exit 2
+}
+command -v rpmbuild >/dev/null || {
+	echo "fedora-shape: rpmbuild is missing on the host (tests/host-deps)" >&2
+	exit 1
+}
 in_mnt() { rxe_chroot_run "$MNT" "$@"; }
 
 W=$(mktemp -d /var/tmp/rxe-kvfix-fedora-shape.XXXXXX)
@@ -68,7 +104,10 @@ mkdir -p "$STATE/kernel-devel"
 
 # the kernels of the root: every /lib/modules/REL with a Debian build tree
 mapfile -t KERNELS < <(cd "$MNT/lib/modules" && for d in *; do [[ -d $MNT/usr/src/linux-headers-$d ]] && echo "$d"; done | sort -V)
-((${#KERNELS[@]})) || { echo "fedora-shape: no kernel build trees in $MNT/usr/src" >&2; exit 1; }
+((${#KERNELS[@]})) || {
+	echo "fedora-shape: no kernel build trees in $MNT/usr/src" >&2
+	exit 1
+}
 
 # make_srpm SOURCE_TARBALL UPSTREAM: kernel-UPSTREAM-200.fc44.src.rpm in the root's
 # cache; made once per source tarball (its name, size and time: decompressing
@@ -86,7 +125,10 @@ make_srpm() {
 	fi
 	d=$W/srpm-$up
 	t_fedora_srpm "$src" "$up" "$d" 'fedora-shaped-distro-change: applied by rxe-kvfix-prepare' \
-		fedora-shaped "$LABEL kernel source package" >/dev/null || { echo "fedora-shape: $(tail -n1 "$d/rpmbuild.log" 2>/dev/null)" >&2; return 1; }
+		fedora-shaped "$LABEL kernel source package" >/dev/null || {
+		echo "fedora-shape: $(tail -n1 "$d/rpmbuild.log" 2>/dev/null)" >&2
+		return 1
+	}
 	cp "$d"/rpm/SRPMS/kernel-"$up"-200.fc44*.src.rpm "$MNT/var/cache/rxe-kvfix/sources/"
 	mkdir -p "$SRPM_CACHE/$key.part" && cp "$d"/rpm/SRPMS/kernel-"$up"-200.fc44*.src.rpm "$SRPM_CACHE/$key.part/" &&
 		rm -rf "${SRPM_CACHE:?}/$key" && mv "$SRPM_CACHE/$key.part" "$SRPM_CACHE/$key"
@@ -110,7 +152,10 @@ debian_source() {
 if ((SRPMS)); then
 	pids=()
 	for k in "${KERNELS[@]}"; do
-		src=$(debian_source "$k") || { echo "fedora-shape: no Debian linux-source of $k in the root" >&2; exit 1; }
+		src=$(debian_source "$k") || {
+			echo "fedora-shape: no Debian linux-source of $k in the root" >&2
+			exit 1
+		}
 		# a symlink into the root resolves on the host through MNT
 		[[ -f $src ]] || src=$MNT$(readlink "$src")
 		make_srpm "$src" "${k%%+*}" &
@@ -138,7 +183,10 @@ fedora_tree() { # SRCROOT REL DEST: Debian's two halves of REL from SRCROOT join
 	kb=${kb#../../}
 	kb=/usr/${kb%/scripts}
 	common=$(sed -n 's|^include /usr/src/\(.*\)/Makefile$|\1|p' "$r/usr/src/linux-headers-$rel/Makefile")
-	[[ -n $common && -d $r/usr/src/$common ]] || { echo "fedora-shape: $rel: unexpected Debian headers layout" >&2; return 1; }
+	[[ -n $common && -d $r/usr/src/$common ]] || {
+		echo "fedora-shape: $rel: unexpected Debian headers layout" >&2
+		return 1
+	}
 	mkdir -p "$dest"
 	cp -a "$r/usr/src/$common/." "$dest/"
 	tar -C "$r/usr/src/linux-headers-$rel" --exclude=./Makefile --exclude=./scripts --exclude=./tools -cf - . | tar -C "$dest" -xf -

@@ -51,22 +51,61 @@ usage() { sed -n '/^#   fedora.sh --rpms/,/^# Results/p' "${BASH_SOURCE[0]}" | s
 RPMS='' BUMP='' RELD='' QUICK=0
 while (($#)); do
 	case $1 in
-	--rpms) [[ -d ${2:-} ]] || { echo "fedora.sh: --rpms needs a directory" >&2; exit 2; }; RPMS=$(realpath "$2"); shift 2 ;;
-	--bump-rpms) [[ -d ${2:-} ]] || { echo "fedora.sh: --bump-rpms needs a directory" >&2; exit 2; }; BUMP=$(realpath "$2"); shift 2 ;;
-	--release-rpms) [[ -d ${2:-} ]] || { echo "fedora.sh: --release-rpms needs a directory" >&2; exit 2; }; RELD=$(realpath "$2"); shift 2 ;;
-	--quick) QUICK=1; shift ;;
-	-h | --help) usage; exit 0 ;;
-	*) echo "fedora.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+	--rpms)
+		[[ -d ${2:-} ]] || {
+			echo "fedora.sh: --rpms needs a directory" >&2
+			exit 2
+		}
+		RPMS=$(realpath "$2")
+		shift 2
+		;;
+	--bump-rpms)
+		[[ -d ${2:-} ]] || {
+			echo "fedora.sh: --bump-rpms needs a directory" >&2
+			exit 2
+		}
+		BUMP=$(realpath "$2")
+		shift 2
+		;;
+	--release-rpms)
+		[[ -d ${2:-} ]] || {
+			echo "fedora.sh: --release-rpms needs a directory" >&2
+			exit 2
+		}
+		RELD=$(realpath "$2")
+		shift 2
+		;;
+	--quick)
+		QUICK=1
+		shift
+		;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*)
+		echo "fedora.sh: unknown argument '$1' (try --help)" >&2
+		exit 2
+		;;
 	esac
 done
-[[ -n $RPMS && -n $BUMP && -n $RELD ]] || { usage >&2; exit 2; }
-[[ $(id -u) == 0 ]] || { echo "fedora.sh: needs root (chroot, overlay mounts)" >&2; exit 2; }
+[[ -n $RPMS && -n $BUMP && -n $RELD ]] || {
+	usage >&2
+	exit 2
+}
+[[ $(id -u) == 0 ]] || {
+	echo "fedora.sh: needs root (chroot, overlay mounts)" >&2
+	exit 2
+}
 
 echo "--- Fedora-shaped (simulated: Debian kernel, DKMS's Fedora code path, Fedora's file layout, Fedora's systemd macros and preset policy): rpm install, kernel upgrade, the life with rpm and dnf5, no SRPM"
 T0=$SECONDS
 A=$(rxe_matrix_role upgrade-from sid | head -n1)
 B=$(rxe_matrix_primary)
-[[ -n $A && -n $B && $A != "$B" ]] || { t_fail "Fedora-shaped: kernels" "vmhost/kernels.tsv needs an upgrade-from and a primary kernel in the sid root"; exit 1; }
+[[ -n $A && -n $B && $A != "$B" ]] || {
+	t_fail "Fedora-shaped: kernels" "vmhost/kernels.tsv needs an upgrade-from and a primary kernel in the sid root"
+	exit 1
+}
 expect() { rxe_matrix_row "$1" | awk '{print $5}'; }
 U=$(rxe_matrix_lines | awk '$5 == "unaffected" {print $1 " " $3; exit}')
 lower=$("$REPO/vmhost/mkroot" sid | tail -n1)
@@ -84,7 +123,10 @@ fi
 
 MNT=$(mktemp -d /var/tmp/rxe-kvfix-fedora.XXXXXX)
 # shellcheck disable=SC2317 # called by the trap
-cleanup() { rxe_overlay_umount "$MNT" 2>/dev/null || true; rmdir "$MNT" 2>/dev/null || true; }
+cleanup() {
+	rxe_overlay_umount "$MNT" 2>/dev/null || true
+	rmdir "$MNT" 2>/dev/null || true
+}
 rxe_on_exit cleanup
 rxe_overlay_mount "$lower" "$MNT"
 rxe_kbuild_ccache_mount "$MNT"

@@ -22,13 +22,23 @@
 set -euo pipefail
 
 usage() { echo "Usage: in-root-apt.sh [--phase install|lifecycle|purge|all] SRC ROOTNAME SIGNER DEBDIR RELEASE:EXPECT..."; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || {
+	usage
+	exit 0
+}
 PHASE=all
 if [[ ${1:-} == --phase ]]; then
-	case ${2:-} in install | lifecycle | purge | all) PHASE=$2 ;; *) usage >&2; exit 2 ;; esac
+	case ${2:-} in install | lifecycle | purge | all) PHASE=$2 ;; *)
+		usage >&2
+		exit 2
+		;;
+	esac
 	shift 2
 fi
-(($# >= 5)) || { usage >&2; exit 2; }
+(($# >= 5)) || {
+	usage >&2
+	exit 2
+}
 SRC=$1 ROOTNAME=$2 SIGNER=$3 DEBDIR=$4
 shift 4
 
@@ -129,7 +139,10 @@ if [[ $PHASE != purge ]]; then
 		affected-*)
 			path=$(resolved "$K")
 			t_start "$K: modinfo -n resolves to the DKMS module"
-			if [[ $path == "/lib/modules/$K/updates/dkms/rdma_rxe.ko"* ]]; then t_pass; else t_fail "modinfo -n rdma_rxe is '$path' ($(dkms status "$M" 2>&1 | tr '\n' ' '))"; continue; fi
+			if [[ $path == "/lib/modules/$K/updates/dkms/rdma_rxe.ko"* ]]; then t_pass; else
+				t_fail "modinfo -n rdma_rxe is '$path' ($(dkms status "$M" 2>&1 | tr '\n' ' '))"
+				continue
+			fi
 			t_start "$K: vermagic, and the module identifies itself as rxe-kvfix"
 			vm=$(modinfo -F vermagic "$path" | awk '{print $1}')
 			v=$(modinfo -F version "$path")

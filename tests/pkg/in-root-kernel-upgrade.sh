@@ -31,8 +31,14 @@
 set -euo pipefail
 
 usage() { echo "Usage: in-root-kernel-upgrade.sh SRC RELEASE VERSION SUITE"; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
-(($# == 4)) || { usage >&2; exit 2; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || {
+	usage
+	exit 0
+}
+(($# == 4)) || {
+	usage >&2
+	exit 2
+}
 SRC=$1 K=$2 KV=$3 SUITE=$4
 
 # shellcheck source=tests/testlib.sh
@@ -61,7 +67,10 @@ apt_kernel() {
 audit_clean() {
 	local a
 	a=$(dpkg --audit 2>&1 || true)
-	[[ -z $a ]] || { echo "dpkg --audit: $(tr '\n' ' ' <<<"$a" | cut -c1-300)"; return 1; }
+	[[ -z $a ]] || {
+		echo "dpkg --audit: $(tr '\n' ' ' <<<"$a" | cut -c1-300)"
+		return 1
+	}
 }
 resolves() { modinfo -k "$K" -n rdma_rxe 2>/dev/null; }
 fail_with_log() { t_fail "$1 ($(tail -n 3 "$LOG" | tr '\n' ' ' | cut -c1-300))"; }
@@ -118,7 +127,10 @@ else
 fi
 t_start "A: apt's output shows the kernel hook's line"
 hook=$(grep -m1 "^rxe-kvfix: kernel $K: NOT BUILT" "$LOG.A" || true)
-if [[ -n $hook ]]; then t_pass; echo "     $(cut -c1-240 <<<"$hook")"; else t_fail "no 'rxe-kvfix: kernel $K: NOT BUILT' line in apt's output"; fi
+if [[ -n $hook ]]; then
+	t_pass
+	echo "     $(cut -c1-240 <<<"$hook")"
+else t_fail "no 'rxe-kvfix: kernel $K: NOT BUILT' line in apt's output"; fi
 t_start "A: the stock module stays usable: modinfo -n resolves the in-tree rdma_rxe of $K"
 p=$(resolves || true)
 if [[ $p == "/lib/modules/$K/kernel/"* && -f $p ]] && ! find "/lib/modules/$K/updates" -name 'rdma_rxe.ko*' 2>/dev/null | grep -q .; then

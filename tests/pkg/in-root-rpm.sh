@@ -31,8 +31,14 @@
 set -euo pipefail
 
 usage() { sed -n '/^#   in-root-rpm.sh/,/^#     negative/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
-(($# >= 2)) || { usage >&2; exit 2; }
+[[ ${1:-} != -h && ${1:-} != --help ]] || {
+	usage
+	exit 0
+}
+(($# >= 2)) || {
+	usage >&2
+	exit 2
+}
 SRC=$1 STEP=$2
 shift 2
 # shellcheck source=tests/testlib.sh
@@ -52,7 +58,12 @@ archived() { find "/var/lib/dkms/$M/original_module/$1" -name 'rdma_rxe.ko*' ! -
 ours() { find "/lib/modules/$1/extra" "/lib/modules/$1/updates" -name 'rdma_rxe.ko*' 2>/dev/null; }
 rpmver() { rpm -q --qf '%{VERSION}' "$1" 2>/dev/null; }
 # run CMD...: CMD's output appended to LOG and kept in OUT
-run() { local rc=0; OUT=$("$@" 2>&1) || rc=$?; printf '+ %s\n%s\n' "$*" "$OUT" >>"$LOG"; return "$rc"; }
+run() {
+	local rc=0
+	OUT=$("$@" 2>&1) || rc=$?
+	printf '+ %s\n%s\n' "$*" "$OUT" >>"$LOG"
+	return "$rc"
+}
 OUT=''
 logtail() { tail -n 3 <<<"$OUT" | tr '\n' ' ' | cut -c1-300; }
 
@@ -136,14 +147,18 @@ make_base() {
 			lib=${cap%%(*}
 			node=$(sed -n 's/^[^(]*()(64bit)$//p; s/^[^(]*(\([^)]*\))(64bit)$/\1/p' <<<"$cap")
 			d=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
-			[[ -n $d ]] && { [[ -z $node ]] || grep -qaF "$node" "$d"; } && ok=1 ;;
+			[[ -n $d ]] && { [[ -z $node ]] || grep -qaF "$node" "$d"; } && ok=1
+			;;
 		kernel-devel) compgen -G '/usr/src/kernels/*/Makefile' >/dev/null && ok=1 ;;
 		rdma-core) command -v rdma >/dev/null && [[ -d /etc/rdma || -e /usr/sbin/rdma-ndd || -e /usr/bin/rdma ]] && ok=1 ;;
 		xz | cpio | make | patch | dkms) command -v "$cap" >/dev/null && ok=1 ;;
 		systemd) [[ -x /usr/bin/systemctl && -d /usr/lib/systemd/system ]] && ok=1 ;; # %systemd_requires
 		*) ;;
 		esac
-		((ok)) || { echo "the root has nothing that provides '$r'"; return 1; }
+		((ok)) || {
+			echo "the root has nothing that provides '$r'"
+			return 1
+		}
 		prov+=("$r")
 	done < <(rpm -qpR "${rpms[@]}" | sort -u)
 	mkdir -p /tmp/base/SPECS
@@ -162,7 +177,10 @@ make_base() {
 make_kernel_modules() {
 	local k=$1 f
 	f=$(intree "$k")
-	[[ -n $f ]] || { echo "no in-tree rdma_rxe for $k"; return 1; }
+	[[ -n $f ]] || {
+		echo "no in-tree rdma_rxe for $k"
+		return 1
+	}
 	mkdir -p /tmp/km/SPECS
 	cat >/tmp/km/SPECS/km.spec <<EOF
 Name: kernel-modules
@@ -207,7 +225,10 @@ install)
 	shift
 	: >"$LOG"
 	# rxe-verify is optional (the VM scenario installs rxe-kvfix-dkms alone)
-	mapfile -t rpms < <(compgen -G "$RPMDIR/rxe-kvfix-dkms-*.noarch.rpm"; compgen -G "$RPMDIR/rxe-verify-*.rpm" || true)
+	mapfile -t rpms < <(
+		compgen -G "$RPMDIR/rxe-kvfix-dkms-*.noarch.rpm"
+		compgen -G "$RPMDIR/rxe-verify-*.rpm" || true
+	)
 	VER=$(rpm -qp --qf '%{VERSION}' "${rpms[0]}")
 	# README's Fedora prerequisites cannot be typed here (no Fedora repositories): the
 	# root has them from Debian's packages, and a stand-in RPM tells rpm so
@@ -286,7 +307,10 @@ lifecycle)
 	n=$(affected "$@")
 	nv() { rpm -qp --qf '%{VERSION}-%{RELEASE}' "$1"/rxe-kvfix-dkms-*.noarch.rpm; }
 	V0=$(nv "$BASE") V1=$(nv "$BUMP") V2=$(nv "$RELD")
-	[[ ${V1%-*} == "${V2%-*}" && ${V0%-*} != "${V1%-*}" ]] || { t_fail "$F: lifecycle: packages" "$V0, $V1, $V2: need a Version bump, then a Release-only one"; exit 1; }
+	[[ ${V1%-*} == "${V2%-*}" && ${V0%-*} != "${V1%-*}" ]] || {
+		t_fail "$F: lifecycle: packages" "$V0, $V1, $V2: need a Version bump, then a Release-only one"
+		exit 1
+	}
 	units=(rxe-kvfix-boot.service)
 	[[ -z $(compgen -G "$BASE/rxe-verify-*.rpm") ]] || units+=(rxe-verify-boot.service)
 	if [[ $FAM == dnf ]]; then
@@ -328,7 +352,10 @@ lifecycle)
 		t_start "$F: after rpm -U exactly ${V1%-*} is left: dkms status, /usr/src, /var/lib/dkms"
 		st=$(dkms status "$M" 2>&1)
 		old=$(find /usr/src /var/lib/dkms/"$M" -maxdepth 1 -name "*${V0%-*}*" 2>/dev/null)
-		if [[ -z $old && $st != *"${V0%-*}"* && $st == *"${V1%-*}"* ]]; then t_pass; echo "     $(tr '\n' ';' <<<"$st")"; else t_fail "dkms status: $(tr '\n' ' ' <<<"$st") left: $old"; fi
+		if [[ -z $old && $st != *"${V0%-*}"* && $st == *"${V1%-*}"* ]]; then
+			t_pass
+			echo "     $(tr '\n' ';' <<<"$st")"
+		else t_fail "dkms status: $(tr '\n' ' ' <<<"$st") left: $old"; fi
 		systemctl disable -q rxe-kvfix-boot.service
 		lc_step "Release-only upgrade $V1 -> $V2 (rpm -U)" "${V2%-*}" 0 -- rpm -U "$RELD"/rxe-kvfix-dkms-*.noarch.rpm || true
 		lc_units "Release-only upgrade $V1 -> $V2 (rpm -U): the administrator's systemctl disable kept" disabled rxe-kvfix-boot.service
@@ -374,6 +401,9 @@ negative)
 	t_start "$F: no source RPM: rpm -e leaves nothing"
 	if run rpm -e rxe-kvfix-dkms && [[ ! -e /var/lib/dkms/$M && -z $(compgen -G "/usr/src/$M-*") ]]; then t_pass; else t_fail "$(logtail)"; fi
 	;;
-*) usage >&2; exit 2 ;;
+*)
+	usage >&2
+	exit 2
+	;;
 esac
 exit $((T_FAILS > 0))

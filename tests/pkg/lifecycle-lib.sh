@@ -44,7 +44,10 @@ lc__registered() {
 # lc__resolves REL: "rxe-kvfix VERSION", "in-tree" or what modinfo said
 lc__resolves() {
 	local p v
-	p=$(modinfo -k "$1" -n rdma_rxe 2>/dev/null) || { echo "nothing"; return 0; }
+	p=$(modinfo -k "$1" -n rdma_rxe 2>/dev/null) || {
+		echo "nothing"
+		return 0
+	}
 	if [[ $p == "/lib/modules/$1/kernel/"* ]]; then
 		echo in-tree
 	elif v=$(modinfo -F version "$p" 2>/dev/null) && [[ $v == *-rxe-kvfix ]]; then

@@ -84,7 +84,10 @@ fi
 rxe_guest_main() {
 	local suite=$1 min=$2 max=$3
 	shift 3
-	[[ ${1:-} != -h && ${1:-} != --help ]] || { usage; exit 0; }
+	[[ ${1:-} != -h && ${1:-} != --help ]] || {
+		usage
+		exit 0
+	}
 	if (($# < min)) || { [[ -n $max ]] && (($# > max)); }; then
 		usage >&2
 		exit 2
@@ -171,7 +174,10 @@ print(b[off:off + descsz].hex())' 2>/dev/null
 load_ko() {
 	local want got
 	want=$(rxe_module_build_id "$1")
-	[[ -n $want ]] || { echo "load_ko: $1 has no GNU build ID (readelf -n)" >&2; return 1; }
+	[[ -n $want ]] || {
+		echo "load_ko: $1 has no GNU build ID (readelf -n)" >&2
+		return 1
+	}
 	modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel || return 1
 	insmod "$1" || return 1
 	got=$(rxe_module_build_id)

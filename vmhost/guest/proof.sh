@@ -84,7 +84,10 @@ perftest() {
 	((rc == 0 && src == 0)) || return $((rc ? rc : src))
 }
 
-[[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
+[[ $(uname -r) == "$K" ]] || {
+	t_fail "$K: booted kernel" "uname -r is $(uname -r)"
+	exit 1
+}
 modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy || true
 
 DKMS_DEST=/updates/dkms
@@ -105,7 +108,10 @@ for SPEC in ${PHASES//,/ }; do
 		case $PHASE in
 		stock) L=unpatched ;;
 		fixed) L=patched ;;
-		*) t_fail "$K: phase" "only stock and fixed take a module file, not '$SPEC'"; continue ;;
+		*)
+			t_fail "$K: phase" "only stock and fixed take a module file, not '$SPEC'"
+			continue
+			;;
 		esac
 	fi
 	dmesg -C
@@ -119,43 +125,46 @@ for SPEC in ${PHASES//,/ }; do
 			continue
 		fi
 	else
-	case $PHASE in
-	control)
-		t_start "$K control: DKMS skipped rxe-kvfix, the in-tree module is used"
-		path=$(modinfo -n rdma_rxe 2>/dev/null)
-		if [[ $path == */kernel/drivers/infiniband/sw/rxe/* ]] &&
-			! find "/lib/modules/$K/updates" -name 'rdma_rxe.ko*' 2>/dev/null | grep -q . &&
-			! dkms status rxe-kvfix -k "$K" 2>/dev/null | grep -q installed; then
-			t_pass
-		else
-			t_fail "modinfo -n rdma_rxe is '$path'; dkms: $(dkms status rxe-kvfix -k "$K" 2>&1 | head -n1)"
-		fi
-		modprobe rdma_rxe
-		t_check "$K control: loaded module is stock" rxe_flavor stock
-		;;
-	stock | stock-short)
-		t_start "$K $L: the distribution's rdma_rxe loads"
-		if load_stock "$K"; then
-			t_pass
-			echo "     stock module: $(stock_module "$K")"
-		else
-			t_fail "cannot load the stock module ($(stock_module "$K"))"
+		case $PHASE in
+		control)
+			t_start "$K control: DKMS skipped rxe-kvfix, the in-tree module is used"
+			path=$(modinfo -n rdma_rxe 2>/dev/null)
+			if [[ $path == */kernel/drivers/infiniband/sw/rxe/* ]] &&
+				! find "/lib/modules/$K/updates" -name 'rdma_rxe.ko*' 2>/dev/null | grep -q . &&
+				! dkms status rxe-kvfix -k "$K" 2>/dev/null | grep -q installed; then
+				t_pass
+			else
+				t_fail "modinfo -n rdma_rxe is '$path'; dkms: $(dkms status rxe-kvfix -k "$K" 2>&1 | head -n1)"
+			fi
+			modprobe rdma_rxe
+			t_check "$K control: loaded module is stock" rxe_flavor stock
+			;;
+		stock | stock-short)
+			t_start "$K $L: the distribution's rdma_rxe loads"
+			if load_stock "$K"; then
+				t_pass
+				echo "     stock module: $(stock_module "$K")"
+			else
+				t_fail "cannot load the stock module ($(stock_module "$K"))"
+				continue
+			fi
+			;;
+		fixed | fixed-quick | fixed-short | readme)
+			t_start "$K $L: modprobe rdma_rxe resolves to and loads rxe-kvfix"
+			path=$(modinfo -n rdma_rxe 2>/dev/null)
+			if [[ $path == "/lib/modules/$K$DKMS_DEST"/rdma_rxe.ko* ]] && modprobe rdma_rxe && rxe_flavor rxe-kvfix; then
+				t_pass
+				echo "     $path, version $(cat /sys/module/rdma_rxe/version)"
+			else
+				t_fail "modinfo -n is '$path', /sys/module/rdma_rxe/version is '$(cat /sys/module/rdma_rxe/version 2>&1)'"
+				continue
+			fi
+			;;
+		*)
+			t_fail "$K: phase" "unknown phase '$PHASE'"
 			continue
-		fi
-		;;
-	fixed | fixed-quick | fixed-short | readme)
-		t_start "$K $L: modprobe rdma_rxe resolves to and loads rxe-kvfix"
-		path=$(modinfo -n rdma_rxe 2>/dev/null)
-		if [[ $path == "/lib/modules/$K$DKMS_DEST"/rdma_rxe.ko* ]] && modprobe rdma_rxe && rxe_flavor rxe-kvfix; then
-			t_pass
-			echo "     $path, version $(cat /sys/module/rdma_rxe/version)"
-		else
-			t_fail "modinfo -n is '$path', /sys/module/rdma_rxe/version is '$(cat /sys/module/rdma_rxe/version 2>&1)'"
-			continue
-		fi
-		;;
-	*) t_fail "$K: phase" "unknown phase '$PHASE'"; continue ;;
-	esac
+			;;
+		esac
 	fi
 	rxe_dummy_up rxe0 d0 10.77.0.1/24 "$BULK_MTU"
 

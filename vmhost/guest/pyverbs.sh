@@ -18,7 +18,10 @@ usage() { echo "Usage: pyverbs.sh KERNELRELEASE [UNPATCHED_KO PATCHED_KO]"; }
 # shellcheck source=vmhost/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-pyverbs 1 3 "$@"
-(($# != 2)) || { usage >&2; exit 2; }
+(($# != 2)) || {
+	usage >&2
+	exit 2
+}
 K=$1 UNPATCHED_KO=${2:-} PATCHED_KO=${3:-}
 # MR registration/re-registration/memory windows, and the RC RDMA WRITE/READ
 # traffic tests of the extended QP API

@@ -62,10 +62,16 @@ full)
 	REG_REPS=5 ROUNDS=40 FRAG_ROUNDS=6 FIXED_ONLY_REPS=20
 	SIZES_BOTH='64M 128M 256M 512M 1G' SIZES_FIXED_ONLY='2G 4G 8G' FRAG_SIZES='256M 512M 640M 1G'
 	;;
-*) echo "bench.sh: form must be short or full, not '$FORM'" >&2; exit 2 ;;
+*)
+	echo "bench.sh: form must be short or full, not '$FORM'" >&2
+	exit 2
+	;;
 esac
 PARTS=${3:-reg,bw,defaults,frag}
-[[ ,$PARTS, =~ ^,((reg|bw|defaults|frag),)+$ ]] || { echo "bench.sh: PARTS must be a comma list of reg, bw, defaults and frag, not '$PARTS'" >&2; exit 2; }
+[[ ,$PARTS, =~ ^,((reg|bw|defaults|frag),)+$ ]] || {
+	echo "bench.sh: PARTS must be a comma list of reg, bw, defaults and frag, not '$PARTS'" >&2
+	exit 2
+}
 part() { [[ ,$PARTS, == *,$1,* ]]; }
 FRAG=/usr/local/bin/rxe-fragment
 FRAG_PID=''
@@ -80,7 +86,7 @@ ENV_FILE=$OUT/bench-env.txt
 kv() { printf '%s=%s\n' "$1" "$2" >>"$ENV_FILE"; }
 now() { date +%s.%N; }
 # abba R: the module of round R (1-based): stock, fixed, fixed, stock, stock, fixed, ...
-abba() { case $((($1 - 1) % 4)) in 0 | 3) echo stock ;; *) echo fixed ;; esac; }
+abba() { case $((($1 - 1) % 4)) in 0 | 3) echo stock ;; *) echo fixed ;; esac }
 
 kv form "$FORM"
 kv kernel "$(uname -r)"
@@ -94,7 +100,10 @@ kv frag_rounds "$FRAG_ROUNDS"
 kv parts "$PARTS"
 kv t_start "$(now)"
 
-[[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
+[[ $(uname -r) == "$K" ]] || {
+	t_fail "$K: booted kernel" "uname -r is $(uname -r)"
+	exit 1
+}
 modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy || true
 
 # mod_load MOD / mod_unload MOD: one module with rxe0 on a dummy netdev, and back;
@@ -102,16 +111,29 @@ modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy || true
 mod_load() {
 	dmesg -C
 	if [[ $1 == stock ]]; then
-		load_stock "$K" || { echo "bench: cannot load the stock module ($(stock_module "$K"))" >&2; return 1; }
+		load_stock "$K" || {
+			echo "bench: cannot load the stock module ($(stock_module "$K"))" >&2
+			return 1
+		}
 	else
-		{ modprobe rdma_rxe && rxe_flavor rxe-kvfix; } || { echo "bench: modprobe rdma_rxe did not give rxe-kvfix ($(modinfo -n rdma_rxe 2>&1))" >&2; return 1; }
+		{ modprobe rdma_rxe && rxe_flavor rxe-kvfix; } || {
+			echo "bench: modprobe rdma_rxe did not give rxe-kvfix ($(modinfo -n rdma_rxe 2>&1))" >&2
+			return 1
+		}
 	fi
-	(rxe_dummy_up rxe0 d0 10.77.0.1/24) >/dev/null 2>&1 || { echo "bench: rxe0 did not come up on $1" >&2; rmmod rdma_rxe; return 1; }
+	(rxe_dummy_up rxe0 d0 10.77.0.1/24) >/dev/null 2>&1 || {
+		echo "bench: rxe0 did not come up on $1" >&2
+		rmmod rdma_rxe
+		return 1
+	}
 }
 mod_unload() {
 	rdma link del rxe0 2>/dev/null || true
 	ip link del d0 2>/dev/null || true
-	rmmod rdma_rxe || { echo "bench: rmmod rdma_rxe failed after $1" >&2; return 1; }
+	rmmod rdma_rxe || {
+		echo "bench: rmmod rdma_rxe failed after $1" >&2
+		return 1
+	}
 	dmesg >>"$OUT/bench-$1-dmesg.txt"
 	dmesg -C
 }

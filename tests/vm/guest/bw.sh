@@ -52,9 +52,15 @@ DEPTH=128 RD_ATOMIC=16 QP_TIMEOUT=19 DEV=rxbw0 NETDEV=dbw0
 case $FORM in
 short) MSGS='64K 1M' REGION=32M PAIRS=${2:-3} SPAN=0 ;;
 full) MSGS='64K 1M 8M 64M' REGION=64M PAIRS=${2:-5} SPAN=1 ;;
-*) usage >&2; exit 2 ;;
+*)
+	usage >&2
+	exit 2
+	;;
 esac
-[[ $PAIRS =~ ^[1-9][0-9]*$ ]] || { echo "bw.sh: PAIRS must be a positive count, not '$PAIRS'" >&2; exit 2; }
+[[ $PAIRS =~ ^[1-9][0-9]*$ ]] || {
+	echo "bw.sh: PAIRS must be a positive count, not '$PAIRS'" >&2
+	exit 2
+}
 
 PAIRS_TSV=$OUT/bw-pairs.tsv SPAN_TSV=$OUT/bw-span.tsv SUMMARY=$OUT/bw-summary.txt PEER_TSV=$OUT/peer-pairs.tsv
 PT26=/opt/perftest/bin PEER=0
@@ -200,7 +206,10 @@ pair() {
 }
 
 modprobe -a ib_uverbs dummy 2>/dev/null || true
-rxe_flavor rxe-kvfix || { t_fail "bench bw: the loaded rdma_rxe is rxe-kvfix" "it is $(rxe_flavor || true)"; exit 1; }
+rxe_flavor rxe-kvfix || {
+	t_fail "bench bw: the loaded rdma_rxe is rxe-kvfix" "it is $(rxe_flavor || true)"
+	exit 1
+}
 rxe_dummy_up "$DEV" "$NETDEV" 10.77.9.1/24
 printf 'msg_size\top\tpair\trv_MiBps\tpt_MiBps\tratio\trv_verified_MiBps\torder\tguest_load1\trv_retries\tpt_retries\n' >"$PAIRS_TSV"
 if ((PEER)); then

@@ -58,7 +58,10 @@ rxe_off() {
 	ip link del d0 2>/dev/null || true
 	[[ ! -d /sys/module/rdma_rxe ]] || rmmod rdma_rxe
 }
-mark() { echo "rxe-kvfix-debug: part $1" >/dev/kmsg; sleep 1; }
+mark() {
+	echo "rxe-kvfix-debug: part $1" >/dev/kmsg
+	sleep 1
+}
 # section NAME: the kernel log lines from part NAME's mark to the next mark
 section() {
 	awk -v m="rxe-kvfix-debug: part $1\$" '
@@ -81,7 +84,10 @@ clean() {
 	fi
 }
 
-[[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
+[[ $(uname -r) == "$K" ]] || {
+	t_fail "$K: booted kernel" "uname -r is $(uname -r)"
+	exit 1
+}
 mountpoint -q "$DBG" || mount -t debugfs debugfs "$DBG"
 echo 0 >/proc/sys/kernel/kptr_restrict
 cat /dev/kmsg >"$KMSG" 2>/dev/null &
@@ -99,7 +105,10 @@ if want checkers; then
 		'kmemleak:kmemleak: Kernel memory leak detector initialized' 'lockdep:Lock dependency validator'; do
 		t_start "$K debug checkers: ${c%%:*} is on (boot line)"
 		line=$(grep -m1 -F "${c#*:}" "$KMSG" | sed 's/^[^;]*;//')
-		if [[ -n $line ]]; then t_pass; echo "     $line"; else t_fail "no '${c#*:}' in the kernel log"; fi
+		if [[ -n $line ]]; then
+			t_pass
+			echo "     $line"
+		else t_fail "no '${c#*:}' in the kernel log"; fi
 	done
 	t_start "$K debug checkers: failslab and fail_page_alloc with task and stack-trace filters in debugfs"
 	if [[ -w $DBG/failslab/require-start && -w $DBG/fail_page_alloc/require-start && -e /proc/self/make-it-fail &&
@@ -201,16 +210,29 @@ fi_range() {
 fi_set() {
 	local d=$DBG/$1
 	if [[ $2 == on ]]; then
-		echo 0 >"$d/space"; echo -1 >"$d/times"; echo 1 >"$d/interval"; echo 1 >"$d/verbose"
-		echo Y >"$d/task-filter"; echo N >"$d/ignore-gfp-wait"
-		[[ $1 != fail_page_alloc ]] || { echo N >"$d/ignore-gfp-highmem"; echo 0 >"$d/min-order"; }
-		echo 32 >"$d/stacktrace-depth"; echo "$3" >"$d/require-start"; echo "$4" >"$d/require-end"
-		echo "$5" >"$d/reject-start"; echo "$6" >"$d/reject-end"
+		echo 0 >"$d/space"
+		echo -1 >"$d/times"
+		echo 1 >"$d/interval"
+		echo 1 >"$d/verbose"
+		echo Y >"$d/task-filter"
+		echo N >"$d/ignore-gfp-wait"
+		[[ $1 != fail_page_alloc ]] || {
+			echo N >"$d/ignore-gfp-highmem"
+			echo 0 >"$d/min-order"
+		}
+		echo 32 >"$d/stacktrace-depth"
+		echo "$3" >"$d/require-start"
+		echo "$4" >"$d/require-end"
+		echo "$5" >"$d/reject-start"
+		echo "$6" >"$d/reject-end"
 		echo 100 >"$d/probability"
 	else
-		echo 0 >"$d/probability"; echo N >"$d/task-filter"
-		echo 0 >"$d/require-start"; echo 18446744073709551615 >"$d/require-end"
-		echo 0 >"$d/reject-start"; echo 0 >"$d/reject-end"
+		echo 0 >"$d/probability"
+		echo N >"$d/task-filter"
+		echo 0 >"$d/require-start"
+		echo 18446744073709551615 >"$d/require-end"
+		echo 0 >"$d/reject-start"
+		echo 0 >"$d/reject-end"
 	fi
 }
 # fi_reg NAME FAIL ARGS...: one rxe-verify command (ARGS) on rxe0, its process marked
@@ -257,7 +279,10 @@ if want inject; then
 	for mod in rxe-kvfix stock; do
 		rxe_off
 		if [[ $mod == stock ]]; then load_stock "$K"; else modprobe rdma_rxe && rxe_flavor rxe-kvfix; fi ||
-			{ t_fail "$K debug inject $mod: module" "cannot load it"; continue; }
+			{
+				t_fail "$K debug inject $mod: module" "cannot load it"
+				continue
+			}
 		rxe_dummy_up rxe0 d0 10.77.0.1/24 "$BULK_MTU"
 		t_start "$K debug inject $mod: the page-info allocation's address range in the loaded rdma_rxe"
 		if IFS='|' read -r FI_FN FI_START FI_END FI_RS FI_RE < <(fi_range); then

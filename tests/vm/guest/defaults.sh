@@ -49,9 +49,15 @@ DEV=rxdf0 NETDEV=ddf0
 case $FORM in
 short) MSGS='64K' OPS='write' REGION=32M PAIRS=${2:-1} MODES='default busy-poll no-spin' ;;
 full) MSGS='64K 1M 8M' OPS='write read' REGION=64M PAIRS=${2:-5} MODES='default spin-50 spin-200 spin-1000 busy-poll no-spin' ;;
-*) usage >&2; exit 2 ;;
+*)
+	usage >&2
+	exit 2
+	;;
 esac
-[[ $PAIRS =~ ^[1-9][0-9]*$ ]] || { echo "defaults.sh: PAIRS must be a positive count, not '$PAIRS'" >&2; exit 2; }
+[[ $PAIRS =~ ^[1-9][0-9]*$ ]] || {
+	echo "defaults.sh: PAIRS must be a positive count, not '$PAIRS'" >&2
+	exit 2
+}
 
 DF_TSV=$OUT/defaults-pairs.tsv WT_TSV=$OUT/wait-pairs.tsv SUMMARY=$OUT/defaults-summary.txt
 PT26=/opt/perftest/bin PEER=0
@@ -168,7 +174,10 @@ df_pair() {
 		pt)
 			for op in $OPS; do
 				c0=$(retries)
-				mib=$(pt_once "ib_${op}_bw" "$msg" "$iters" "$op-$msg-$n") || { mib=NA; ok=1; }
+				mib=$(pt_once "ib_${op}_bw" "$msg" "$iters" "$op-$msg-$n") || {
+					mib=NA
+					ok=1
+				}
 				row "$msg" "$op" "$n" perftest "$mib" NA "$((iters * $(bytes_of "$msg")))" "$(($(retries) - c0))" "${order// /,}" "$load" NA
 			done
 			;;
@@ -182,8 +191,15 @@ df_pair() {
 				fi
 				for op in $OPS; do
 					c0=$(retries)
-					mib=$(pt_once "$PT26/ib_${op}_bw" "$msg" "$it" "${v}26-$op-$msg-$n" "${dv[@]}") || { mib=NA; ok=1; }
-					if [[ $v == v && $mib != NA ]]; then vb=$(validated "v26-$op-$msg-$n") || { mib=NA; vb=NA; ok=1; }; fi
+					mib=$(pt_once "$PT26/ib_${op}_bw" "$msg" "$it" "${v}26-$op-$msg-$n" "${dv[@]}") || {
+						mib=NA
+						ok=1
+					}
+					if [[ $v == v && $mib != NA ]]; then vb=$(validated "v26-$op-$msg-$n") || {
+						mib=NA
+						vb=NA
+						ok=1
+					}; fi
 					row "$msg" "$op" "$n" "$tool" "$mib" NA "$((it * $(bytes_of "$msg")))" "$(($(retries) - c0))" "${order// /,}" "$load" "$vb"
 				done
 			done
@@ -222,7 +238,10 @@ wt_round() {
 }
 
 modprobe -a ib_uverbs dummy 2>/dev/null || true
-rxe_flavor rxe-kvfix || { t_fail "bench defaults: the loaded rdma_rxe is rxe-kvfix" "it is $(rxe_flavor || true)"; exit 1; }
+rxe_flavor rxe-kvfix || {
+	t_fail "bench defaults: the loaded rdma_rxe is rxe-kvfix" "it is $(rxe_flavor || true)"
+	exit 1
+}
 rxe_dummy_up "$DEV" "$NETDEV" 10.77.8.1/24
 printf 'msg_size\top\tpair\ttool\tMiBps\tverified_MiBps\tbytes\tretries\torder\tguest_load1\tvalidated_bytes\n' >"$DF_TSV"
 printf 'msg_size\tround\tmode\twait_mode\tspin_us\twrite_MiBps\tread_MiBps\twrite_verified_MiBps\tread_verified_MiBps\tbytes\tuser_s\tsys_s\twall_s\torder\tguest_load1\n' >"$WT_TSV"

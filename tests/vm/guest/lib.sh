@@ -29,10 +29,16 @@ load_phase() {
 	local k=$1 phase=$2 what=$3
 	if [[ $phase == stock ]]; then
 		t_start "$k $what stock: the distribution's rdma_rxe loads"
-		if load_stock "$k"; then t_pass; else t_fail "cannot load $(stock_module "$k")"; return 1; fi
+		if load_stock "$k"; then t_pass; else
+			t_fail "cannot load $(stock_module "$k")"
+			return 1
+		fi
 	else
 		t_start "$k $what fixed: rxe-kvfix loads"
-		if modprobe rdma_rxe && rxe_flavor rxe-kvfix; then t_pass; else t_fail "modprobe rdma_rxe did not give rxe-kvfix"; return 1; fi
+		if modprobe rdma_rxe && rxe_flavor rxe-kvfix; then t_pass; else
+			t_fail "modprobe rdma_rxe did not give rxe-kvfix"
+			return 1
+		fi
 	fi
 }
 

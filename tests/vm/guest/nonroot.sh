@@ -45,12 +45,18 @@ cleanup() {
 }
 rxe_on_exit cleanup
 
-[[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
+[[ $(uname -r) == "$K" ]] || {
+	t_fail "$K: booted kernel" "uname -r is $(uname -r)"
+	exit 1
+}
 modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy || true
 
 t_start "$K nonroot: user $U made for the test"
 id "$U" >/dev/null 2>&1 || useradd -m -s /bin/bash "$U"
-if id "$U" >/dev/null 2>&1; then t_pass; else t_fail "useradd $U failed"; exit 1; fi
+if id "$U" >/dev/null 2>&1; then t_pass; else
+	t_fail "useradd $U failed"
+	exit 1
+fi
 
 # as_user LIMIT CMD...: CMD as $U without capabilities, RLIMIT_MEMLOCK soft = hard = LIMIT
 as_user() {

@@ -28,9 +28,15 @@ EFIVARS=/sys/firmware/efi/efivars
 # README.md and packaging/README.md "Module signing and Secure Boot" quote this as modprobe's error for a module whose key is not trusted
 README_ERR='Key was rejected by service'
 case $PHASE in
-untrusted) [[ -n $PW ]] || { usage >&2; exit 2; } ;;
+untrusted) [[ -n $PW ]] || {
+	usage >&2
+	exit 2
+} ;;
 trusted) ;;
-*) usage >&2; exit 2 ;;
+*)
+	usage >&2
+	exit 2
+	;;
 esac
 
 note() { echo "     $*"; }

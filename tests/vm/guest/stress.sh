@@ -46,7 +46,10 @@ full) N_CHURN=1000 N_TRAFFIC=20 N_LIFE=20 ;;
 # under the debug kernel's checkers (guest/debug.sh): every kernel access is checked,
 # so fewer rounds of the same shapes
 debug) N_CHURN=50 N_TRAFFIC=3 N_LIFE=5 ;;
-*) usage >&2; exit 2 ;;
+*)
+	usage >&2
+	exit 2
+	;;
 esac
 MIB=$((1 << 20))
 
@@ -82,7 +85,7 @@ ch() {
 	printf '%s\n' "$f"
 }
 cj() { jget "$1" "$2"; } # cj FILE EXPR over the churn JSON (j)
-fig() { # one line of figures from a churn JSON
+fig() {                  # one line of figures from a churn JSON
 	cj "$1" '"reg min/median/max %.3f/%.3f/%.3f s, dereg median %.3f s" % (j["reg_seconds"]["min"], j["reg_seconds"]["median"], j["reg_seconds"]["max"], j["dereg_seconds"]["median"]) if j.get("reg_seconds") else "no registration: " + str((j.get("failure") or {}).get("diagnosis"))'
 }
 kmem_line() { # registered/after deltas in KiB
@@ -104,7 +107,10 @@ back_to_baseline() {
 	local d=$1 v skip=''
 	[[ $FORM != debug ]] || skip=slab
 	v=$(cj "$d" "' '.join('%s=%s' % (k, v) for k, v in j['kernel_memory']['after_minus_baseline'].items() if k != '$skip' and (v is None or (v < -64 * $MIB if k == 'mem_free' else abs(v) > $MIB)))")
-	[[ -z $v ]] || { echo "after minus baseline (bytes): $v"; return 1; }
+	[[ -z $v ]] || {
+		echo "after minus baseline (bytes): $v"
+		return 1
+	}
 }
 if [[ $FORM == debug ]]; then
 	BASELINE_WHAT="VmallocUsed/vmallocinfo back to baseline within 1 MiB, MemFree within 64 MiB (Slab not compared: KASAN's quarantine)"
@@ -121,7 +127,10 @@ dmesg_part() {
 	if [[ ${2:-} == oom-ok ]]; then
 		bad=$(grep -E 'BUG:|Oops|general protection|WARNING:|RIP:.*rxe' "$OUT/stress-$name-dmesg.txt" || true)
 	else
-		bad=$(dmesg_bad; grep -iE 'oom|out of memory' "$OUT/stress-$name-dmesg.txt" || true)
+		bad=$(
+			dmesg_bad
+			grep -iE 'oom|out of memory' "$OUT/stress-$name-dmesg.txt" || true
+		)
 	fi
 	if [[ -z $bad ]]; then t_pass; else t_fail "$(head -n3 <<<"$bad" | tr '\n' ' ' | cut -c1-300)"; fi
 	dmesg -C
@@ -132,10 +141,16 @@ kmem_now() { # MemFree Slab VmallocUsed (KiB) and the vmallocinfo sum (KiB, with
 }
 
 part_t0=0
-part_begin() { part_t0=$SECONDS; echo "--- stress part $1 ($FORM form), $(date +%T)"; }
+part_begin() {
+	part_t0=$SECONDS
+	echo "--- stress part $1 ($FORM form), $(date +%T)"
+}
 part_end() { echo "     part $1 took $((SECONDS - part_t0)) s"; }
 
-[[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
+[[ $(uname -r) == "$K" ]] || {
+	t_fail "$K: booted kernel" "uname -r is $(uname -r)"
+	exit 1
+}
 modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy || true
 echo "     guest: $(awk '/^MemTotal:/ {print $2 " KiB"}' /proc/meminfo), $(nproc) vCPUs, form $FORM"
 dmesg -C
@@ -174,7 +189,10 @@ part_frag() {
 	local s f reg line
 	part_begin frag
 	t_start "$K stress frag: the stock rdma_rxe loads"
-	if load_stock "$K" && rxe_up; then t_pass; else t_fail "stock module or rxe0 did not come up"; return; fi
+	if load_stock "$K" && rxe_up; then t_pass; else
+		t_fail "stock module or rxe0 did not come up"
+		return
+	fi
 	for s in 512M 640M 1G; do
 		f=$(ch "stock-fresh-$s" -s "$s" --count 1)
 		reg=$(cj "$f" 'j["completed"] == 1')
@@ -283,7 +301,10 @@ part_frag() {
 part_churn() {
 	local f
 	part_begin churn
-	{ rxe_flavor rxe-kvfix && [[ -e /sys/class/infiniband/rxe0 ]]; } || { unload; load_fixed && rxe_up; }
+	{ rxe_flavor rxe-kvfix && [[ -e /sys/class/infiniband/rxe0 ]]; } || {
+		unload
+		load_fixed && rxe_up
+	}
 	t_start "$K rxe-kvfix churn: 2 GiB registered and deregistered $N_CHURN times"
 	f=$(ch fixed-churn-2G -s 2G --count "$N_CHURN")
 	if [[ $(cat "$f.rc") == 0 && $(cj "$f" "j['completed'] == $N_CHURN") == true ]]; then
@@ -312,7 +333,10 @@ part_churn() {
 part_concurrency() {
 	local i pids=() rcs=() bad='' t0
 	part_begin concurrency
-	{ rxe_flavor rxe-kvfix && [[ -e /sys/class/infiniband/rxe0 ]]; } || { unload; load_fixed && rxe_up; }
+	{ rxe_flavor rxe-kvfix && [[ -e /sys/class/infiniband/rxe0 ]]; } || {
+		unload
+		load_fixed && rxe_up
+	}
 	t_start "$K rxe-kvfix concurrency: four rxe-verify processes, 1 GiB each, verified loops, at once"
 	t0=$SECONDS
 	for i in 1 2 3 4; do
@@ -340,7 +364,10 @@ part_concurrency() {
 part_pressure() {
 	local avail total size f rc=0 line victims
 	part_begin pressure
-	{ rxe_flavor rxe-kvfix && [[ -e /sys/class/infiniband/rxe0 ]]; } || { unload; load_fixed && rxe_up; }
+	{ rxe_flavor rxe-kvfix && [[ -e /sys/class/infiniband/rxe0 ]]; } || {
+		unload
+		load_fixed && rxe_up
+	}
 	avail=$(awk '/^MemAvailable:/ {print $2 * 1024}' /proc/meminfo)
 	total=$(awk '/^MemTotal:/ {print $2 * 1024}' /proc/meminfo)
 	size=$(((avail + 256 * MIB) / MIB))M
@@ -423,12 +450,24 @@ part_lifecycle() {
 		# first and the last load only, not in every cycle of this loop: a stock module in
 		# between fails 1 GiB+16 B anyway
 		if ((i == 1 || i == N_LIFE)); then load_fixed; else modprobe rdma_rxe; fi ||
-			{ bad="cycle $i: modprobe (loaded: $(rxe_flavor))"; break; }
-		if ! rxe_up; then bad="cycle $i: rxe0 did not come up"; break; fi
+			{
+				bad="cycle $i: modprobe (loaded: $(rxe_flavor))"
+				break
+			}
+		if ! rxe_up; then
+			bad="cycle $i: rxe0 did not come up"
+			break
+		fi
 		f=$(ch "lifecycle-$i" -s 1G+16 --count 1)
-		if [[ $(cat "$f.rc") != 0 ]]; then bad="cycle $i: churn exit $(cat "$f.rc") $(head -c 200 "$f.err")"; break; fi
+		if [[ $(cat "$f.rc") != 0 ]]; then
+			bad="cycle $i: churn exit $(cat "$f.rc") $(head -c 200 "$f.err")"
+			break
+		fi
 		[[ $i == 1 || $i == "$N_LIFE" ]] && echo "     cycle $i: $(fig "$f")"
-		if ! unload; then bad="cycle $i: rmmod rdma_rxe failed"; break; fi
+		if ! unload; then
+			bad="cycle $i: rmmod rdma_rxe failed"
+			break
+		fi
 	done
 	if [[ -z $bad ]]; then t_pass; else t_fail "$bad"; fi
 	echo "     $N_LIFE cycles: $((SECONDS - t0)) s"

@@ -25,8 +25,14 @@ usage() { echo "Usage: systemd.sh KERNELRELEASE first|second|repair [ansible]"; 
 . "$(dirname "${BASH_SOURCE[0]}")/../../../vmhost/guest/lib.sh"
 rxe_guest_main vm-systemd 2 3 "$@"
 K=$1 PHASE=$2 ANSIBLE=${3:-}
-[[ $PHASE == first || $PHASE == second || $PHASE == repair ]] || { usage >&2; exit 2; }
-[[ -z $ANSIBLE || $ANSIBLE == ansible ]] || { usage >&2; exit 2; }
+[[ $PHASE == first || $PHASE == second || $PHASE == repair ]] || {
+	usage >&2
+	exit 2
+}
+[[ -z $ANSIBLE || $ANSIBLE == ansible ]] || {
+	usage >&2
+	exit 2
+}
 UNIT="rxe-verify-boot.service"
 STATE=/var/lib/rxe-verify/$K
 NETDEV=rxetest0 # made by the test-only unit rxe-kvfix-test-netdev.service
@@ -43,7 +49,11 @@ journalctl -b -u "$UNIT" --no-pager -o short-monotonic >"$OUT/journal-unit.txt" 
 journalctl -b -t rxe-verify-boot --no-pager -o verbose --output-fields=PRIORITY,MESSAGE >"$OUT/journal-verdict.txt" 2>&1
 systemctl show "$UNIT" -p ConditionResult -p Result -p ExecMainStatus -p ActiveState >"$OUT/unit-state.txt"
 cat "$OUT/unit-state.txt"
-{ echo "addr_assign_type=$(cat "/sys/class/net/$NETDEV/addr_assign_type" 2>&1)"; ip -d link show "$NETDEV"; udevadm info "/sys/class/net/$NETDEV"; } >"$OUT/netdev.txt" 2>&1
+{
+	echo "addr_assign_type=$(cat "/sys/class/net/$NETDEV/addr_assign_type" 2>&1)"
+	ip -d link show "$NETDEV"
+	udevadm info "/sys/class/net/$NETDEV"
+} >"$OUT/netdev.txt" 2>&1
 verdict_line=$(journalctl -b -t rxe-verify-boot -p notice..notice -o cat --no-pager | grep "^rxe-verify-boot: kernel $K:" || true)
 
 if [[ $PHASE == repair ]]; then

@@ -39,7 +39,10 @@ cleanup() {
 }
 rxe_on_exit cleanup
 
-[[ $(uname -r) == "$K" ]] || { t_fail "$K: booted kernel" "uname -r is $(uname -r)"; exit 1; }
+[[ $(uname -r) == "$K" ]] || {
+	t_fail "$K: booted kernel" "uname -r is $(uname -r)"
+	exit 1
+}
 modprobe -a ib_core ib_uverbs udp_tunnel ip6_udp_tunnel dummy configfs || true
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 mountpoint -q "$TR" || mount -t tracefs none "$TR" 2>/dev/null
@@ -65,7 +68,10 @@ for PHASE in stock fixed; do
 	fi
 
 	t_start "$K ulp $PHASE: nvmet-rdma target on rxe0 and nvme-rdma host connected"
-	modprobe -a nvmet nvmet-rdma nvme-rdma || { t_fail "modprobe nvmet nvmet-rdma nvme-rdma failed"; continue; }
+	modprobe -a nvmet nvmet-rdma nvme-rdma || {
+		t_fail "modprobe nvmet nvmet-rdma nvme-rdma failed"
+		continue
+	}
 	S=$CFS/subsystems/$NQN P=$CFS/ports/1
 	if ! { mkdir -p "$S" && echo 1 >"$S/attr_allow_any_host" &&
 		mkdir -p "$S/namespaces/1" && printf '%s' "$BACKING" >"$S/namespaces/1/device_path" &&

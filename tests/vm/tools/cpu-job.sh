@@ -3,7 +3,10 @@
 n=${1:-200000}
 t0=$(cut -d' ' -f1 /proc/uptime)
 for _ in $(seq "$(nproc)"); do
-    ( i=0; while [ $i -lt "$n" ]; do i=$((i + 1)); done ) &
+	(
+		i=0
+		while [ $i -lt "$n" ]; do i=$((i + 1)); done
+	) &
 done
 wait
 t1=$(cut -d' ' -f1 /proc/uptime)

@@ -3,13 +3,13 @@
 # times while the other vCPU context-switches (fork/exit loop): live text patching
 # with int3 under load
 n=${1:-200}
-( while :; do /bin/true; done ) &
+(while :; do /bin/true; done) &
 bg=$!
 i=0
 while [ $i -lt "$n" ]; do
-    echo 1 >/proc/sys/kernel/sched_schedstats
-    echo 0 >/proc/sys/kernel/sched_schedstats
-    i=$((i + 1))
+	echo 1 >/proc/sys/kernel/sched_schedstats
+	echo 0 >/proc/sys/kernel/sched_schedstats
+	i=$((i + 1))
 done
 kill $bg
 echo "toggled sched_schedstats $n times"
