@@ -65,14 +65,18 @@ help:
 .DEFAULT:
 	@echo "make: no target or file '$@' in rxe-kvfix; run 'make help' for the targets" >&2; exit 2
 
+# The same build driver as DKMS's (kmod/rxe-kvfix-dkms-build: prepare, kbuild, the
+# object check, the record), in $(BUILD_DIR)/src; its record goes to a scratch
+# directory read here and dropped (the host's records are DKMS's).
 module:
 	@if [[ ! -f "$(KDIR)/Makefile" ]]; then \
 		echo "make: no kernel build tree at $(KDIR); install the headers of $(KVER) (Debian: apt install linux-headers-$(KVER); Fedora: dnf install kernel-devel-$(KVER)) or pass KDIR=" >&2; exit 1; fi
-	@rc=0; kmod/rxe-kvfix-prepare $(PREPARE_ARGS) --out "$(BUILD_DIR)/src" "$(KVER)" || rc=$$?; \
-	if [[ $$rc == 77 ]]; then echo "make: nothing to build for $(KVER): it does not need rxe-kvfix"; rm -f "$(BUILD_DIR)/src/rdma_rxe.ko"; exit 0; fi; \
-	[[ $$rc == 0 ]] || exit $$rc; \
-	$(MAKE) -C "$(KDIR)" M="$(BUILD_DIR)/src" modules; \
-	echo "make: built $(BUILD_DIR)/src/rdma_rxe.ko for $(KVER)"
+	@st=$$(mktemp -d); trap 'rm -rf "$$st"' EXIT; rc=0; \
+	RXE_KVFIX_STATE_DIR=$$st kmod/rxe-kvfix-dkms-build --quiet --dir "$(BUILD_DIR)" "$(KVER)" "$(KDIR)" -- $(PREPARE_ARGS) >/dev/null || rc=$$?; \
+	state=$$(. kmod/rxe-kvfix-lib.sh && RXE_KVFIX_STATE_DIR=$$st rxe_kvfix_recorded "$(KVER)" state); \
+	if [[ $$rc == 0 ]]; then echo "make: built $(BUILD_DIR)/src/rdma_rxe.ko for $(KVER)"; \
+	elif [[ $$rc == 77 && $$state == not-needed ]]; then echo "make: nothing to build for $(KVER): it does not need rxe-kvfix"; rm -f "$(BUILD_DIR)/src/rdma_rxe.ko"; \
+	else exit 1; fi
 
 install:
 	@[[ -f "$(BUILD_DIR)/src/rdma_rxe.ko" ]] || { echo "make: no module built for $(KVER); run 'make KVER=$(KVER)' first" >&2; exit 1; }
@@ -90,8 +94,14 @@ uninstall:
 # PACKAGE_VERSION literally; META is the version's source, so every target that
 # ships or registers the tree first checks that the two agree, and that the tree
 # is whole (kmod/ is what DKMS runs: a partial copy fails late and obscurely).
-TREE_FILES := dkms.conf kmod/rxe-kvfix-prepare kmod/rxe-kvfix-fetch kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck \
-	kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/rxe-kvfix-kernel-hook kmod/rxe-kvfix.conf \
+# the libraries every kmod/ script reads (through rxe-kvfix-lib.sh), and prepare's halves
+KMOD_LIBS := kmod/rxe-kvfix-kernel.sh kmod/rxe-kvfix-record.sh
+PREPARE_LIBS := kmod/rxe-kvfix-source.sh kmod/rxe-kvfix-memo.sh
+# the admin command (kmod/rxe-kvfix) and its parts, installed in /usr/lib/rxe-kvfix
+ADMIN_FILES := kmod/rxe-kvfix kmod/rxe-kvfix-status.sh kmod/rxe-kvfix-repair.sh kmod/rxe-kvfix-status.schema.json
+TREE_FILES := dkms.conf kmod/rxe-kvfix-prepare $(PREPARE_LIBS) kmod/rxe-kvfix-fetch kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck \
+	kmod/rxe-kvfix-lib.sh $(KMOD_LIBS) kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/rxe-kvfix-kernel-hook kmod/rxe-kvfix.conf \
+	$(ADMIN_FILES) kmod/rxe-kvfix.8.in \
 	kmod/rxe-kvfix-boot.service kmod/rxe-kvfix-fetch@.service kmod/rxe-kvfix.preset
 
 check-tree:
@@ -108,7 +118,7 @@ $(DKMS_SRC): check-tree dkms.conf META $(wildcard kmod/* patches/*/*.patch)
 	install -d "$(DKMS_SRC)/kmod" "$(DKMS_SRC)/patches/mainline" "$(DKMS_SRC)/patches/stable"
 	install -m 0644 dkms.conf META "$(DKMS_SRC)/"
 	install -m 0755 kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-prepare kmod/rxe-kvfix-fetch kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck "$(DKMS_SRC)/kmod/"
-	install -m 0644 kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c "$(DKMS_SRC)/kmod/"
+	install -m 0644 kmod/rxe-kvfix-lib.sh $(KMOD_LIBS) $(PREPARE_LIBS) kmod/Kbuild.rxe kmod/rxe_kvfix_id.c "$(DKMS_SRC)/kmod/"
 	install -m 0644 patches/mainline/*.patch "$(DKMS_SRC)/patches/mainline/"
 	install -m 0644 patches/stable/*.patch "$(DKMS_SRC)/patches/stable/"
 
@@ -119,6 +129,9 @@ dkms-src: $(DKMS_SRC)
 # /etc/kernel hooks run it after dkms's (run-parts order: "dkms" < "dkms-rxe-kvfix"),
 # kernel-install after 40-dkms.install.
 HOOK := $(DESTDIR)/usr/lib/$(PACKAGE)/rxe-kvfix-kernel-hook
+# the admin command beside it (/usr/sbin/rxe-kvfix links to it), with what it sources
+ADMIN_DIR := $(DESTDIR)/usr/lib/$(PACKAGE)
+SBINDIR ?= /usr/sbin
 HOOK_LINKS := $(DESTDIR)/etc/kernel/postinst.d/dkms-rxe-kvfix $(DESTDIR)/etc/kernel/header_postinst.d/dkms-rxe-kvfix \
 	$(DESTDIR)/etc/kernel/postrm.d/rxe-kvfix $(DESTDIR)/usr/lib/kernel/install.d/41-rxe-kvfix.install
 # With it the configuration file (kmod/rxe-kvfix.conf: fetch=auto|never), never
@@ -134,6 +147,13 @@ FETCH_UNIT := $(DESTDIR)$(SYSTEMD_UNITDIR)/rxe-kvfix-fetch@.service
 PRESET := $(DESTDIR)$(SYSTEMD_PRESETDIR)/80-rxe-kvfix.preset
 hooks-install:
 	install -D -m 0755 kmod/rxe-kvfix-kernel-hook "$(HOOK)"
+	install -m 0755 kmod/rxe-kvfix "$(ADMIN_DIR)/"
+	install -m 0644 kmod/rxe-kvfix-lib.sh $(KMOD_LIBS) kmod/rxe-kvfix-status.sh kmod/rxe-kvfix-repair.sh \
+		kmod/rxe-kvfix-status.schema.json META "$(ADMIN_DIR)/"
+	install -d "$(DESTDIR)$(SBINDIR)"
+	ln -sfn ../lib/$(PACKAGE)/rxe-kvfix "$(DESTDIR)$(SBINDIR)/rxe-kvfix"
+	install -d "$(DESTDIR)/usr/share/man/man8"
+	sed 's/@VERSION@/$(VERSION)/' kmod/rxe-kvfix.8.in >"$(DESTDIR)/usr/share/man/man8/rxe-kvfix.8"
 	@for l in $(HOOK_LINKS); do install -d "$$(dirname "$$l")"; ln -sfn /usr/lib/$(PACKAGE)/rxe-kvfix-kernel-hook "$$l"; done
 	@[[ -e "$(CONF_FILE)" ]] || install -D -m 0644 kmod/rxe-kvfix.conf "$(CONF_FILE)"
 	install -D -m 0644 kmod/rxe-kvfix-boot.service "$(BOOT_UNIT)"
@@ -142,7 +162,9 @@ hooks-install:
 
 hooks-uninstall:
 	@if [[ -z "$(DESTDIR)" ]] && command -v systemctl >/dev/null; then systemctl disable -q rxe-kvfix-boot.service 2>/dev/null || true; fi
-	rm -f $(HOOK_LINKS) "$(HOOK)" "$(BOOT_UNIT)" "$(FETCH_UNIT)" "$(PRESET)"
+	rm -f $(HOOK_LINKS) "$(HOOK)" "$(BOOT_UNIT)" "$(FETCH_UNIT)" "$(PRESET)" "$(DESTDIR)$(SBINDIR)/rxe-kvfix" \
+		"$(DESTDIR)/usr/share/man/man8/rxe-kvfix.8"
+	rm -f $(addprefix "$(ADMIN_DIR)/,$(addsuffix ",$(notdir kmod/rxe-kvfix-lib.sh $(KMOD_LIBS) $(ADMIN_FILES)) META))
 	rmdir "$(DESTDIR)/usr/lib/$(PACKAGE)" 2>/dev/null || true
 	@if [[ -f "$(CONF_FILE)" ]] && cmp -s kmod/rxe-kvfix.conf "$(CONF_FILE)"; then rm -f "$(CONF_FILE)"; rmdir "$$(dirname "$(CONF_FILE)")" 2>/dev/null || true; fi
 
@@ -157,9 +179,8 @@ dkms-install: check-tree
 	@$(MAKE) --no-print-directory hooks-install >/dev/null
 	@if command -v systemctl >/dev/null; then systemctl enable -q rxe-kvfix-boot.service 2>/dev/null || true; fi
 	@rc=0; dkms install -m $(PACKAGE) -v $(VERSION) -k "$(KVER)" || rc=$$?; \
-	status=/var/lib/$(PACKAGE)/status/$(KVER); \
-	if [[ $$rc == 77 ]] && grep -qx 'state=failed' "$$status" 2>/dev/null; then \
-		kmod/rxe-kvfix-kernel-hook report "$(KVER)"; exit 1; fi; \
+	if [[ $$rc == 77 ]] && ! kmod/rxe-kvfix status "$(KVER)" >/dev/null 2>&1; then \
+		kmod/rxe-kvfix report "$(KVER)"; exit 1; fi; \
 	if [[ $$rc == 77 ]]; then echo "make: DKMS skipped $(KVER): it does not need rxe-kvfix (see /var/lib/dkms/$(PACKAGE)/$(VERSION)/build/make.log)"; exit 0; fi; \
 	exit $$rc
 

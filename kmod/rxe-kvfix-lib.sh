@@ -116,8 +116,15 @@ series_for_class() { # CLASS
 # (/usr/src/rxe-kvfix-VERSION, and DKMS's build copy of it). Fails, naming the
 # file, when it has no such line.
 KVFIX_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# kernel identity and the status record, each decided in its own file
+# shellcheck source=kmod/rxe-kvfix-kernel.sh
+. "$KVFIX_LIB_DIR/rxe-kvfix-kernel.sh"
+# shellcheck source=kmod/rxe-kvfix-record.sh
+. "$KVFIX_LIB_DIR/rxe-kvfix-record.sh"
 rxe_kvfix_meta() { # FIELD [FILE]
 	local field=$1 file=${2:-$KVFIX_LIB_DIR/../META} v
+	# the command's copy (/usr/lib/rxe-kvfix/META) has it beside the library
+	[[ -n ${2:-} || -r $file || ! -r $KVFIX_LIB_DIR/META ]] || file=$KVFIX_LIB_DIR/META
 	v=$(sed -n "s/^$field:[[:space:]]*\([^[:space:]]\{1,\}\)[[:space:]]*\$/\1/p" "$file" 2>/dev/null | head -n1) || true
 	if [[ ! -r $file ]]; then
 		echo "rxe-kvfix: cannot read $file (META: the package's name and version)" >&2
@@ -192,35 +199,6 @@ rxe_kvfix_kbuild_dir() {
 		printf '#define RXE_KVFIX_VERSION "%s"\n#define RXE_KVFIX_SERIES "%s"\n' "$2" "$3"
 		printf '#define RXE_KVFIX_SHAPE "%s"\n#define RXE_KVFIX_PROVIDER "%s"\n' "$4" "$5"
 	} >"$dir/rxe_kvfix_id.h"
-}
-
-# --- what became of each kernel: STATE_DIR/status/RELEASE ----------------------
-# One file per kernel release, written by the DKMS build (kmod/rxe-kvfix-dkms-build)
-# and read by the kernel hook (kmod/rxe-kvfix-kernel-hook), `make dkms-install`, the
-# packages' scripts, `rxe-verify doctor` and the boot check. key=value lines:
-#   kernel=RELEASE  state=built|not-needed|failed  time=UTC  version=PACKAGE VERSION
-#   message=one line: what happened and, when it failed, what to do
-# STATE_DIR: RXE_KVFIX_STATE_DIR (tests), default /var/lib/rxe-kvfix. A log of the
-# failed attempt (prepare's and kbuild's output) is kept beside it as RELEASE.log.
-rxe_kvfix_state_dir() { printf '%s\n' "${RXE_KVFIX_STATE_DIR:-/var/lib/rxe-kvfix}"; }
-
-# rxe_kvfix_record RELEASE STATE MESSAGE: write the status file (atomically: a
-# reader never sees half of one). The message is kept on one line.
-rxe_kvfix_record() {
-	local d f msg
-	d=$(rxe_kvfix_state_dir)/status
-	f=$d/$1
-	msg=${3//$'\n'/ }
-	mkdir -p "$d" || return 1
-	printf 'kernel=%s\nstate=%s\ntime=%s\nversion=%s\nmessage=%s\n' "$1" "$2" \
-		"$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(rxe_kvfix_meta Version 2>/dev/null || echo unknown)" "$msg" >"$f.tmp.$$" &&
-		mv -f "$f.tmp.$$" "$f"
-}
-
-# rxe_kvfix_recorded RELEASE FIELD: a field of the kernel's status file (empty
-# when there is none)
-rxe_kvfix_recorded() {
-	sed -n "s/^$2=//p" "$(rxe_kvfix_state_dir)/status/$1" 2>/dev/null | head -n1
 }
 
 # rxe_kvfix_deb_inner DEB: the kernel tarball a linux-source-X.Y .deb holds
