@@ -109,6 +109,20 @@ TEST(AppDoctor, RecordedBuildFailureNamesWhyTheModuleIsStock) {
       << out.text;
 }
 
+TEST(AppDoctor, DeferredBuildSaysNotBuiltYet) {
+  FakeHost h;
+  h.mod.flavor = ModuleFlavor::Stock;
+  h.files[std::string(kKvfixStatusDir) + h.kernel()] =
+      "kernel=" + h.kernel() + "\nstate=deferred\ntime=2026-12-06T18:00:00Z\nversion=1.0.0\n"
+      "message=its source RPM is downloaded once this package transaction is over\n";
+  Outcome out = doctor(h);
+  EXPECT_EQ(out.exit, kExitPass);
+  EXPECT_TRUE(has(out.report["warnings"], "is not built yet for this kernel"));
+  EXPECT_TRUE(has(out.report["warnings"], "once this package transaction is over"));
+  EXPECT_FALSE(has(out.report["warnings"], "MRs above 1 GiB never register"));
+  EXPECT_EQ(out.report["rxe_kvfix_build"]["state"], "deferred");
+}
+
 TEST(AppDoctor, KernelThatDoesNotNeedTheFixGetsNoStockWarning) {
   FakeHost h;
   h.mod.flavor = ModuleFlavor::Stock;

@@ -59,7 +59,7 @@ std::vector<std::string> split_ws(std::string_view s);
 // kmod/rxe-kvfix-dkms-build writes (kmod/rxe-kvfix-lib.sh, rxe_kvfix_record).
 inline constexpr const char* kKvfixStatusDir = "/var/lib/rxe-kvfix/status/";
 struct KvfixBuildStatus {
-  std::string state;    // built, not-needed, failed
+  std::string state;    // built, not-needed, failed, deferred (kmod/rxe-kvfix-record.sh)
   std::string time;     // UTC, ISO 8601
   std::string version;  // the rxe-kvfix package version
   std::string message;  // one line: what happened and, when it failed, what to do

@@ -26,11 +26,14 @@ Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host) {
                                       {"version", kvfix->version}, {"message", kvfix->message},
                                       {"file", kvfix_file}}
                                : json(nullptr);
-  const bool kvfix_failed = kvfix && kvfix->state == "failed";
+  // not built: failed, or deferred (its source comes once the package transaction ends)
+  const bool kvfix_deferred = kvfix && kvfix->state == "deferred";
+  const bool kvfix_failed = kvfix && (kvfix->state == "failed" || kvfix_deferred);
   const bool kvfix_not_needed = kvfix && kvfix->state == "not-needed";
   if (h.module.flavor == ModuleFlavor::Absent) problems.push_back("rdma_rxe is not loaded (`modprobe rdma_rxe`)");
   if (h.module.flavor == ModuleFlavor::Stock && kvfix_failed)
-    warnings.push_back("the loaded rdma_rxe is stock because rxe-kvfix could not be built for this kernel (" +
+    warnings.push_back(std::string("the loaded rdma_rxe is stock because rxe-kvfix ") +
+                       (kvfix_deferred ? "is not built yet" : "could not be built") + " for this kernel (" +
                        kvfix->time + "): " + kvfix->message + " [" + kvfix_file + "]");
   else if (h.module.flavor == ModuleFlavor::Stock && !kvfix_not_needed)
     warnings.push_back("the loaded rdma_rxe is stock: MRs above 1 GiB never register, and "
