@@ -162,6 +162,58 @@ else
 	t_skip "B: kernel-install remove + add $K" "no kernel-install in this root (systemd's)"
 fi
 
+# --- rxe-kvfix status on this root's kernels: one fixed (rdma_rxe is rxe-kvfix's), one
+# that needs no fix, one not built with its line. The kernel needing no fix: the
+# upgrade-from kernel rebuilt by DKMS from a source that already has the fix, as a
+# kernel looks once upstream lands it: its headers' top Makefile and the rxe directory
+# rxe-kvfix prepared (patched) for it, given as --kernel-tree (simulated source, real
+# DKMS and prepare: they step aside and record not-needed).
+ADMIN=/usr/lib/rxe-kvfix/rxe-kvfix
+NN=$(find /lib/modules -mindepth 1 -maxdepth 1 -printf '%f\n' | grep -vxF "$K" | sort -V | head -n1)
+t_start "status: $NN rebuilt by DKMS from a source that has the fix: it steps aside, recorded not-needed"
+step "dkms remove + install $NN from a fixed source"
+DV=$(dkms status -m rxe-kvfix 2>/dev/null | sed -n 's|^rxe-kvfix/\([^,:]*\)[,:].*|\1|p' | head -n1)
+FX=/tmp/rxe-kvfix-fixed-tree
+rm -rf "$FX" && mkdir -p "$FX/drivers/infiniband/sw/rxe"
+nrc=0
+# the top Makefile (Debian: in the -common headers; the flavour's includes it)
+mk=$(readlink -f "/lib/modules/$NN/build")/Makefile
+grep -q '^VERSION = ' "$mk" 2>/dev/null || mk=/usr/src/linux-headers-${NN%-*}-common/Makefile
+if cp "$mk" "$FX/" 2>/dev/null; then
+	"/usr/src/rxe-kvfix-$DV/kmod/rxe-kvfix-prepare" -q --no-fetch --out /tmp/rxe-kvfix-nn-src "$NN" >>"$LOG" 2>&1 || nrc=$?
+	cp -a /tmp/rxe-kvfix-nn-src/. "$FX/drivers/infiniband/sw/rxe/" 2>/dev/null || nrc=1
+	{ dkms remove "rxe-kvfix/$DV" -k "$NN" && RXE_KVFIX_KERNEL_TREE=$FX dkms install "rxe-kvfix/$DV" -k "$NN"; } >>"$LOG" 2>&1 || true
+else
+	nrc=1
+fi
+if ((nrc == 0)) && [[ $(sed -n 's/^state=//p' "/var/lib/rxe-kvfix/status/$NN" 2>/dev/null) == not-needed ]]; then
+	t_pass
+else
+	fail_with_log "prepare exit $nrc, record: $(tr '\n' ' ' <"/var/lib/rxe-kvfix/status/$NN" 2>&1)"
+fi
+t_start "status: rxe-kvfix status shows $NN not needed, the others fixed, $K not fixed with its line; exit 1"
+src=0
+out=$("$ADMIN" status 2>&1) || src=$?
+echo "$out" >>"$LOG"
+row() { # RELEASE: its row of $out
+	local re=${1//./\\.}
+	grep -E "^${re//+/\\+}( \*)? " <<<"$out" || true
+}
+bad=''
+[[ $(row "$NN") == *"not affected"*in-tree*not-needed* || $(row "$NN") == *fixed*in-tree*not-needed* ]] || bad+="$NN: '$(row "$NN")' "
+for k in $(find /lib/modules -mindepth 1 -maxdepth 1 -printf '%f\n' | grep -vxF -e "$K" -e "$NN"); do
+	[[ $(row "$k") == *affected*"rxe-kvfix "*built* ]] || bad+="$k: '$(row "$k")' "
+done
+[[ $(row "$K") == *in-tree*failed* ]] || bad+="$K: '$(row "$K")' "
+grep -qF "  $K: no source of kernel $K" <<<"$out" || bad+="no line of what to do for $K "
+if ((src == 1)) && [[ -z $bad ]]; then
+	t_pass
+	while IFS= read -r l; do printf '     %s\n' "$l"; done <<<"$out"
+else
+	t_fail "exit $src; $bad"
+fi
+"$ADMIN" status --json >/tmp/rxe-kvfix-status-A.json 2>>"$LOG" || true
+
 # --- C. the repair, once the source can be had
 conf auto "the default"
 t_start "C: fetch=auto, then the boot-time repair (rxe-kvfix-kernel-hook boot) builds it from the fetched source"
@@ -197,12 +249,43 @@ crc=0
 out=$(RXE_KVFIX_RELEASE=$K "$hook" boot 2>&1) || crc=$?
 if ((crc == 0)) && [[ -z $out ]]; then t_pass; else t_fail "exit $crc: $out"; fi
 
-# --- D. removal
-t_start "D: apt-get purge of $K: exit 0, its record and kept source are gone"
+# --- D. removal, with another flavour of the same package version installed (a
+# package of ours named as a kernel image, holding only /lib/modules/RELEASE/kernel,
+# whose postrm runs /etc/kernel/postrm.d/rxe-kvfix as a kernel image's does:
+# simulated; the sharing is decided by the package version dpkg reports for it)
+FL=${K%-*}-rxetest-${K##*-}
+step "dpkg -i linux-image-$FL=$KV (simulated flavour)"
+FD=/tmp/rxe-kvfix-flavour
+rm -rf "$FD" && mkdir -p "$FD/DEBIAN" "$FD/lib/modules/$FL/kernel"
+printf 'Package: linux-image-%s\nVersion: %s\nArchitecture: all\nMaintainer: rxe-kvfix tests <tests@localhost>\nDescription: rxe-kvfix test: a second flavour of %s (simulated)\n' \
+	"$FL" "$KV" "$K" >"$FD/DEBIAN/control"
+# shellcheck disable=SC2016 # $1 is the postrm's own argument
+printf '#!/bin/sh\nset -e\nif [ "$1" = remove ] && [ -x /etc/kernel/postrm.d/rxe-kvfix ]; then /etc/kernel/postrm.d/rxe-kvfix %s /boot/vmlinuz-%s; fi\n' \
+	"$FL" "$FL" >"$FD/DEBIAN/postrm"
+chmod 0755 "$FD/DEBIAN/postrm"
+dpkg-deb -b "$FD" /tmp/rxe-kvfix-flavour.deb >>"$LOG" 2>&1 && dpkg -i /tmp/rxe-kvfix-flavour.deb >>"$LOG" 2>&1 ||
+	echo "     (the simulated flavour did not install: see $LOG)"
+t_start "D: apt-get purge of $K with flavour $FL of $KV installed: exit 0, its record gone, the kept source kept for $FL"
 if ! apt_kernel purge "$LOG.D"; then
 	t_fail "apt-get purge exited non-zero: $(tail -n 3 "$LOG.D" | tr '\n' ' ' | cut -c1-300)"
 elif [[ -e $STATUS || -e $STATUS.log ]]; then
 	t_fail "$STATUS is still there"
+elif ! ls "$CACHE/linux-source-${XY}_$KV".tar.xz >/dev/null 2>&1; then
+	t_fail "the kept source went, though $FL uses it: $(ls "$CACHE")"
+elif ! audit_clean >/dev/null; then
+	t_fail "$(audit_clean)"
+else
+	t_pass
+fi
+t_start "D: rxe-kvfix status after the purge: no row of $K, a row of $FL, every other kernel as before"
+out=$("$ADMIN" status 2>&1) || true
+echo "$out" >>"$LOG"
+if [[ -z $(row "$K") && -n $(row "$FL") && -n $(row "$NN") ]]; then t_pass; else t_fail "$(tr '\n' '|' <<<"$out" | cut -c1-400)"; fi
+"$ADMIN" status --json >/tmp/rxe-kvfix-status-D.json 2>>"$LOG" || true
+t_start "D: dpkg --purge of flavour $FL: the kept source of $KV is gone with its last kernel"
+step "dpkg --purge linux-image-$FL"
+if ! dpkg --purge "linux-image-$FL" >>"$LOG" 2>&1; then
+	fail_with_log "dpkg --purge failed"
 elif ls "$CACHE/linux-source-${XY}_$KV".* >/dev/null 2>&1; then
 	t_fail "the kept source is still there: $(ls "$CACHE")"
 elif ! audit_clean >/dev/null; then
