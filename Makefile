@@ -91,7 +91,7 @@ uninstall:
 # ships or registers the tree first checks that the two agree, and that the tree
 # is whole (kmod/ is what DKMS runs: a partial copy fails late and obscurely).
 TREE_FILES := dkms.conf kmod/rxe-kvfix-prepare kmod/rxe-kvfix-fetch kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck \
-	kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/rxe-kvfix-kernel-hook kmod/rxe-kvfix.conf \
+	kmod/rxe-kvfix-lib.sh kmod/rxe-kvfix-fetch-debian.sh kmod/rxe-kvfix-fetch-fedora.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/rxe-kvfix-kernel-hook kmod/rxe-kvfix.conf \
 	kmod/rxe-kvfix-boot.service kmod/rxe-kvfix-fetch@.service kmod/rxe-kvfix.preset
 
 check-tree:
@@ -108,7 +108,7 @@ $(DKMS_SRC): check-tree dkms.conf META $(wildcard kmod/* patches/*/*.patch)
 	install -d "$(DKMS_SRC)/kmod" "$(DKMS_SRC)/patches/mainline" "$(DKMS_SRC)/patches/stable"
 	install -m 0644 dkms.conf META "$(DKMS_SRC)/"
 	install -m 0755 kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-prepare kmod/rxe-kvfix-fetch kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck "$(DKMS_SRC)/kmod/"
-	install -m 0644 kmod/rxe-kvfix-lib.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c "$(DKMS_SRC)/kmod/"
+	install -m 0644 kmod/rxe-kvfix-lib.sh kmod/rxe-kvfix-fetch-debian.sh kmod/rxe-kvfix-fetch-fedora.sh kmod/Kbuild.rxe kmod/rxe_kvfix_id.c "$(DKMS_SRC)/kmod/"
 	install -m 0644 patches/mainline/*.patch "$(DKMS_SRC)/patches/mainline/"
 	install -m 0644 patches/stable/*.patch "$(DKMS_SRC)/patches/stable/"
 
