@@ -66,8 +66,6 @@ from_deb() {
 	inner=$(rxe_kvfix_deb_inner "$deb") || irc=$?
 	((irc != 1)) || fail "$(basename "$deb") is not a whole .deb (corrupt or truncated)" "run apt-get clean, $AGAIN"
 	((irc == 0)) || fail "$(basename "$deb") holds no /usr/src/linux-source-*.tar.*" "use the linux-source-$XY package's .deb, $AGAIN"
-	local x=$WORK/bin-x
-	mkdir -p "$x"
 	if [[ -n $TREE_OUT ]]; then
 		mkdir -p "$TREE_OUT"
 		dpkg-deb --fsys-tarfile "$deb" | tar -xO "$inner" | tar -x -f - --"$(rxe_kvfix_tar_filter "$inner")" \
@@ -75,13 +73,17 @@ from_deb() {
 		stats "tree=$TREE_OUT" "$(du -sb "$TREE_OUT" | cut -f1)"
 		return 0
 	fi
-	dpkg-deb --fsys-tarfile "$deb" | tar -xO "$inner" | tar -x -f - --"$(rxe_kvfix_tar_filter "$inner")" -C "$x" \
-		--wildcards --no-wildcards-match-slash "*/$DRIVER_DIR/*" "*/Makefile" 2>"$WORK/bin-x.err" ||
-		fail "cannot unpack $inner from $(basename "$deb") ($(head -n1 "$WORK/bin-x.err"))" "run apt-get clean, $AGAIN"
-	local top
-	top=$(find "$x" -path "*/$DRIVER_DIR/rxe_mr.c" -print -quit)
-	[[ -n $top ]] || fail "$(basename "$deb") has no $DRIVER_DIR/rxe_mr.c" "report it; $AGAIN"
-	keep_tree "${top%/"$DRIVER_DIR"/rxe_mr.c}" "linux-source-${XY}_$VER.tar.xz" \
+	local top rc=0
+	# the extraction's status alone: a stream cut short is its decompressor's
+	# error, and dpkg-deb has read the .deb whole already (rxe_kvfix_deb_inner)
+	top=$(
+		set +o pipefail
+		dpkg-deb --fsys-tarfile "$deb" | tar -xO "$inner" |
+			rxe_kvfix_extract_rxe - "$WORK/bin-x" "$(rxe_kvfix_tar_filter "$inner")"
+	) || rc=$?
+	((rc != 1)) || fail "cannot unpack $inner from $(basename "$deb") (${top%%$'\t'*})" "run apt-get clean, $AGAIN"
+	((rc == 0)) || fail "$(basename "$deb") has no $DRIVER_DIR/rxe_mr.c" "report it; $AGAIN"
+	keep_tree "$top" "linux-source-${XY}_$VER.tar.xz" \
 		"package=$pkg
 file=$(basename "$deb")
 sha256=$sum
@@ -172,18 +174,16 @@ files=$(awk '{ printf "%s%s", sep, $3; sep = " " }' "$WORK/sums")
 sha256=$(grep -F " $orig" "$WORK/sums" | cut -d' ' -f1) ($orig)
 bytes=$BYTES
 verified=apt (SHA-256 of each file against the archive's Sources index, signed by its Release key)"
-	local x=$WORK/src-x top
-	mkdir -p "$x"
+	local top
 	if [[ -n $TREE_OUT ]]; then
 		mkdir -p "$TREE_OUT"
 		tar -xf "$d/$orig" -C "$TREE_OUT" --strip-components=1 || fail "cannot unpack $orig into $TREE_OUT" "check the space there"
 		top=$TREE_OUT
 	else
-		tar -xf "$d/$orig" -C "$x" --wildcards --no-wildcards-match-slash "*/$DRIVER_DIR/*" "*/Makefile" 2>"$WORK/src-x.err" ||
-			fail "cannot unpack $orig ($(head -n1 "$WORK/src-x.err"))" "$remedy"
-		top=$(find "$x" -path "*/$DRIVER_DIR/rxe_mr.c" -print -quit)
-		[[ -n $top ]] || fail "$orig has no $DRIVER_DIR/rxe_mr.c" "report it; $AGAIN"
-		top=${top%/"$DRIVER_DIR"/rxe_mr.c}
+		rc=0
+		top=$(rxe_kvfix_extract_rxe "$d/$orig" "$WORK/src-x") || rc=$?
+		((rc != 1)) || fail "cannot unpack $orig (${top%%$'\t'*})" "$remedy"
+		((rc == 0)) || fail "$orig has no $DRIVER_DIR/rxe_mr.c" "report it; $AGAIN"
 	fi
 	rm -f "$d/$orig"
 	# shellcheck disable=SC2034  # ORIGIN: read by stats (kmod/rxe-kvfix-fetch)

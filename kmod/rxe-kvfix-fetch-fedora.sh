@@ -49,12 +49,10 @@ from_fedora() {
 	local tb top p n=0
 	tb=$(find "$x" -maxdepth 1 -name 'linux-*.tar.*' -print -quit)
 	[[ -n $tb ]] || fail "$(basename "$srpm") holds no linux-*.tar.*" "report it"
-	mkdir -p "$x/t"
-	tar -xf "$tb" -C "$x/t" --wildcards --no-wildcards-match-slash "*/$DRIVER_DIR/*" "*/Makefile" 2>"$WORK/srpm.err" ||
-		fail "cannot unpack $(basename "$tb") ($(head -n1 "$WORK/srpm.err"))" "$remedy"
-	top=$(find "$x/t" -path "*/$DRIVER_DIR/rxe_mr.c" -print -quit)
-	[[ -n $top ]] || fail "$(basename "$tb") has no $DRIVER_DIR/rxe_mr.c" "report it"
-	top=${top%/"$DRIVER_DIR"/rxe_mr.c}
+	rc=0
+	top=$(rxe_kvfix_extract_rxe "$tb" "$x/t") || rc=$?
+	((rc != 1)) || fail "cannot unpack $(basename "$tb") (${top%%$'\t'*})" "$remedy"
+	((rc == 0)) || fail "$(basename "$tb") has no $DRIVER_DIR/rxe_mr.c" "report it"
 	if ! p=$(rxe_kvfix_srpm_rxe_patches "$x" "$top" 1); then
 		fail "the rxe part of ${p##*$'\n'} does not apply to $(basename "$tb")" "report it"
 	fi
