@@ -97,9 +97,11 @@ uninstall:
 # the libraries every kmod/ script reads (through rxe-kvfix-lib.sh), and prepare's halves
 KMOD_LIBS := kmod/rxe-kvfix-kernel.sh kmod/rxe-kvfix-record.sh
 PREPARE_LIBS := kmod/rxe-kvfix-source.sh kmod/rxe-kvfix-memo.sh
+# the fetch's halves, sourced by kmod/rxe-kvfix-fetch
+FETCH_LIBS := kmod/rxe-kvfix-fetch-debian.sh kmod/rxe-kvfix-fetch-fedora.sh
 # the admin command (kmod/rxe-kvfix) and its parts, installed in /usr/lib/rxe-kvfix
 ADMIN_FILES := kmod/rxe-kvfix kmod/rxe-kvfix-status.sh kmod/rxe-kvfix-repair.sh kmod/rxe-kvfix-status.schema.json
-TREE_FILES := dkms.conf kmod/rxe-kvfix-prepare $(PREPARE_LIBS) kmod/rxe-kvfix-fetch kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck \
+TREE_FILES := dkms.conf kmod/rxe-kvfix-prepare $(PREPARE_LIBS) kmod/rxe-kvfix-fetch $(FETCH_LIBS) kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck \
 	kmod/rxe-kvfix-lib.sh $(KMOD_LIBS) kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/rxe-kvfix-kernel-hook kmod/rxe-kvfix.conf \
 	$(ADMIN_FILES) kmod/rxe-kvfix.8.in \
 	kmod/rxe-kvfix-boot.service kmod/rxe-kvfix-fetch@.service kmod/rxe-kvfix.preset
@@ -118,7 +120,7 @@ $(DKMS_SRC): check-tree dkms.conf META $(wildcard kmod/* patches/*/*.patch)
 	install -d "$(DKMS_SRC)/kmod" "$(DKMS_SRC)/patches/mainline" "$(DKMS_SRC)/patches/stable"
 	install -m 0644 dkms.conf META "$(DKMS_SRC)/"
 	install -m 0755 kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-prepare kmod/rxe-kvfix-fetch kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck "$(DKMS_SRC)/kmod/"
-	install -m 0644 kmod/rxe-kvfix-lib.sh $(KMOD_LIBS) $(PREPARE_LIBS) kmod/Kbuild.rxe kmod/rxe_kvfix_id.c "$(DKMS_SRC)/kmod/"
+	install -m 0644 kmod/rxe-kvfix-lib.sh $(KMOD_LIBS) $(PREPARE_LIBS) $(FETCH_LIBS) kmod/Kbuild.rxe kmod/rxe_kvfix_id.c "$(DKMS_SRC)/kmod/"
 	install -m 0644 patches/mainline/*.patch "$(DKMS_SRC)/patches/mainline/"
 	install -m 0644 patches/stable/*.patch "$(DKMS_SRC)/patches/stable/"
 

@@ -258,3 +258,36 @@ rxe_kvfix_srpm_rxe_patches() {
 		basename "$p"
 	done
 }
+
+# rxe_kvfix_extract_rxe SRC DEST [FILTER]: extract the top Makefile and the rxe
+# directory (*/Makefile and */drivers/infiniband/sw/rxe/*) of a kernel source
+# archive into DEST (made when missing): the one place that does it, for
+# kmod/rxe-kvfix-fetch and kmod/rxe-kvfix-prepare. SRC is an archive file (tar
+# tells its compression from it), or - for a tar stream on stdin, which FILTER
+# decompresses (xz, zstd, bzip2 or gzip: rxe_kvfix_tar_filter gives it from a name).
+#   0: extracted; prints the top directory (DEST/linux-..., the one holding drivers/)
+#   1: tar failed (a corrupt or truncated archive, a decompressor error, a full
+#      disk); prints tar's error text on one line, its lines separated by tabs (the
+#      first line: ${out%%$'\t'*}; all of it as prose: ${out//$'\t'/ })
+#   2: the archive was read whole but holds no drivers/infiniband/sw/rxe/rxe_mr.c
+#      (a headers-only archive, not a corrupt one); prints nothing
+rxe_kvfix_extract_rxe() {
+	local src=$1 dest=$2 filter=${3:-} opt=() err rc=0 mr
+	[[ -z $filter ]] || opt=(--"$filter")
+	mkdir -p "$dest" || return 1
+	err=$(tar -x -f "$src" "${opt[@]}" -C "$dest" --wildcards --no-wildcards-match-slash \
+		'*/drivers/infiniband/sw/rxe/*' '*/Makefile' 2>&1) || rc=$?
+	mr=$(find "$dest" -path '*/drivers/infiniband/sw/rxe/rxe_mr.c' -print -quit)
+	if ((rc != 0)); then
+		# tar names a pattern nothing matched ("Not found in archive") after reading
+		# the archive to its end; a decompressor's or tar's read error is corruption
+		if [[ -z $mr ]] && grep -q 'Not found in archive' <<<"$err" &&
+			! grep -qiE 'unexpected EOF|not recoverable|corrupt|damaged|(xz|zstd|gzip|bzip2): ' <<<"$err"; then
+			return 2
+		fi
+		printf '%s\n' "${err//$'\n'/$'\t'}"
+		return 1
+	fi
+	[[ -n $mr ]] || return 2
+	printf '%s\n' "${mr%/drivers/infiniband/sw/rxe/rxe_mr.c}"
+}

@@ -1,0 +1,243 @@
+# shellcheck shell=bash
+# rxe-kvfix-fetch-debian.sh: the Debian half of kmod/rxe-kvfix-fetch, which sources
+# it from beside itself (and calls from_deb, download_binary, from_archive); not
+# executed. It uses the fetch's globals (KREL VER XY UPSTREAM CACHE TIMEOUT WORK
+# TREE_OUT AGAIN T1 BYTES ORIGIN) and helpers (fail say keep_tree stats).
+#
+#   1. apt-get download linux-source-X.Y=VERSION: the binary package Debian builds
+#      from the kernel's source (its hash is checked by apt against the archive's
+#      signed index; apt-get download takes no apt or dpkg lock, so this runs
+#      inside a kernel package's installation). With --deb, such a .deb put in the
+#      cache by hand instead (from_deb).
+#   2. Where the archive serves no such package (Debian keeps linux-source-X.Y for
+#      few series), the source package `linux` of VERSION from the source archive:
+#      a private deb-src list made from this host's own apt sources, with its own
+#      lists directory (the host's lists are never updated), then
+#      apt-get source --download-only, each file checked against the SHA-256 of the
+#      signed Sources index. Debian's patches (debian/patches/series) are applied
+#      where they touch the rxe directory. When the archive serves the upstream
+#      tarball of the version but not Debian's part (some mirrors answer 404 for
+#      old revisions), the upstream source is used and the provenance says so.
+
+# apt_err LOG: apt's error, short and without the archive's address: a failed
+# download as "FILE: 404 Not Found" (the upstream tarball's when it is among
+# them: without it nothing can be built), else apt's last error line
+apt_err() {
+	local f
+	f=$(grep -m1 -E '^E: Failed to fetch [^ ]*orig\.tar' "$1" || grep -m1 '^E: Failed to fetch' "$1" || true)
+	if [[ -n $f ]]; then
+		sed -E 's#^E: Failed to fetch [^ ]*/([^/ ]+)[[:space:]]+#\1: #; s/ *\[IP:[^]]*\]//; s/  +/ /g; s/ +$//; s/%7e/~/g; s/%2b/+/g' <<<"$f" | cut -c1-200
+	else
+		grep -E '^(E|Err):|Hash Sum mismatch|unexpected size' "$1" | tail -n1 | sed -E 's#[a-z]+://[^ ]*/##g' | cut -c1-200
+	fi
+}
+not_found() { grep -qE "Can't find a source to download version|Version '.*' for '.*' was not found|Unable to locate package|Couldn't find any package by|Unable to find a source package" "$1"; }
+
+# --- 1. the binary package linux-source-X.Y ----------------------------------
+ORIGIN=linux-source-$XY
+VERIFIED="apt (the .deb's hash in the archive index signed by its Release key)"
+# download_binary: sets DEB, or leaves it empty when the archive serves no such
+# package (then the source archive is tried)
+DEB=''
+download_binary() {
+	local pkg=linux-source-$XY d=$WORK/bin rc=0
+	mkdir -p "$d"
+	say "apt-get download $pkg=$VER"
+	(cd "$d" && timeout -k 10 "$TIMEOUT" apt-get download -q "$pkg=$VER") >"$WORK/bin.log" 2>&1 || rc=$?
+	if ((rc != 0)); then
+		if not_found "$WORK/bin.log"; then return 0; fi
+		cat "$WORK/bin.log" >&2
+		((rc != 124 && rc != 137)) ||
+			fail "apt-get download $pkg=$VER did not finish in $TIMEOUT s (fetch_timeout)" \
+				"on a host that reaches the archive run apt-get download $pkg=$VER, put that .deb in $CACHE/, $AGAIN"
+		fail "apt-get download $pkg=$VER failed ($(apt_err "$WORK/bin.log"))" \
+			"on a host that reaches the archive run apt-get download $pkg=$VER, put that .deb in $CACHE/, $AGAIN"
+	fi
+	DEB=$(find "$d" -maxdepth 1 -name "${pkg}_*.deb" -print -quit)
+	[[ -n $DEB ]] || fail "apt-get download $pkg=$VER left no .deb" "report it; $AGAIN"
+	T1=$(date +%s.%N) BYTES=$(stat -c %s "$DEB")
+}
+
+# from_deb DEB: keep (or unpack whole, --tree) the source in a linux-source .deb
+from_deb() {
+	local deb=$1 pkg=linux-source-$XY inner sum
+	sum=$(sha256sum "$deb" | cut -d' ' -f1)
+	local irc=0
+	inner=$(rxe_kvfix_deb_inner "$deb") || irc=$?
+	((irc != 1)) || fail "$(basename "$deb") is not a whole .deb (corrupt or truncated)" "run apt-get clean, $AGAIN"
+	((irc == 0)) || fail "$(basename "$deb") holds no /usr/src/linux-source-*.tar.*" "use the linux-source-$XY package's .deb, $AGAIN"
+	if [[ -n $TREE_OUT ]]; then
+		mkdir -p "$TREE_OUT"
+		dpkg-deb --fsys-tarfile "$deb" | tar -xO "$inner" | tar -x -f - --"$(rxe_kvfix_tar_filter "$inner")" \
+			-C "$TREE_OUT" --strip-components=1 || fail "cannot unpack $inner into $TREE_OUT" "check the space there"
+		stats "tree=$TREE_OUT" "$(du -sb "$TREE_OUT" | cut -f1)"
+		return 0
+	fi
+	local top rc=0
+	# the extraction's status alone: a stream cut short is its decompressor's
+	# error, and dpkg-deb has read the .deb whole already (rxe_kvfix_deb_inner)
+	top=$(
+		set +o pipefail
+		dpkg-deb --fsys-tarfile "$deb" | tar -xO "$inner" |
+			rxe_kvfix_extract_rxe - "$WORK/bin-x" "$(rxe_kvfix_tar_filter "$inner")"
+	) || rc=$?
+	((rc != 1)) || fail "cannot unpack $inner from $(basename "$deb") (${top%%$'\t'*})" "run apt-get clean, $AGAIN"
+	((rc == 0)) || fail "$(basename "$deb") has no $DRIVER_DIR/rxe_mr.c" "report it; $AGAIN"
+	keep_tree "$top" "linux-source-${XY}_$VER.tar.xz" \
+		"package=$pkg
+file=$(basename "$deb")
+sha256=$sum
+bytes=$(stat -c %s "$deb")
+verified=$VERIFIED"
+}
+
+# --- 2. the source package linux, from the source archive ---------------------
+# private_sources DIR: this host's apt sources (one-line and deb822), each deb
+# entry turned into deb-src, in DIR/sources.list and DIR/sources.list.d/
+private_sources() {
+	local dir=$1 sl sp f
+	eval "$(apt-config shell sl Dir::Etc::SourceList/f sp Dir::Etc::SourceParts/d)"
+	mkdir -p "$dir/sources.list.d"
+	: >"$dir/sources.list"
+	for f in "${sl:-/etc/apt/sources.list}" "${sp:-/etc/apt/sources.list.d/}"*.list; do
+		[[ -f $f ]] || continue
+		sed -nE 's/^[[:space:]]*deb([[:space:]]+)/deb-src\1/p' "$f" >>"$dir/sources.list"
+	done
+	for f in "${sp:-/etc/apt/sources.list.d/}"*.sources; do
+		[[ -f $f ]] || continue
+		# paragraph by paragraph: a stanza whose Types has deb gets Types: deb-src
+		awk 'BEGIN { RS = ""; ORS = "\n\n" }
+			{ n = split($0, l, "\n"); out = ""; deb = 0; off = 0
+			  for (i = 1; i <= n; i++) {
+				if (l[i] ~ /^Types:/) { if (l[i] ~ /[: ]deb( |$)/) deb = 1; l[i] = "Types: deb-src" }
+				if (l[i] ~ /^Enabled:[[:space:]]*no/) off = 1
+				out = out l[i] "\n" }
+			  if (deb && !off) printf "%s\n", out }' "$f" >"$dir/sources.list.d/$(basename "$f")"
+	done
+	[[ -s $dir/sources.list || -n $(find "$dir/sources.list.d" -type f -size +0) ]]
+}
+
+from_archive() {
+	local a=$WORK/apt d=$WORK/src rc=0
+	local remedy="put the kernel's source tarball in $CACHE/ as linux-$UPSTREAM.tar.xz (kernel.org's, or Debian's linux_$UPSTREAM.orig.tar.xz renamed) or pass --kernel-tree DIR to rxe-kvfix-prepare; $AGAIN"
+	private_sources "$a" || fail "this host's apt sources name no Debian archive" "$remedy"
+	APTO=(-o "Dir::Etc::SourceList=$a/sources.list" -o "Dir::Etc::SourceParts=$a/sources.list.d"
+		-o "Dir::State::Lists=$a/lists" -o "Dir::Cache=$a/cache" -o "Acquire::GzipIndexes=true"
+		-o "APT::Sandbox::User=root")
+	mkdir -p "$a/lists/partial" "$a/cache/archives/partial" "$d"
+	say "no linux-source-$XY=$VER in this host's archive: source package linux=$VER from the source archive"
+	timeout -k 10 "$TIMEOUT" apt-get "${APTO[@]}" -q update >"$WORK/upd.log" 2>&1 || rc=$?
+	if ((rc != 0)); then
+		cat "$WORK/upd.log" >&2
+		fail "cannot read the source archive's index ($(apt_err "$WORK/upd.log"))" "$remedy"
+	fi
+	# the stanza of exactly VERSION: its files and their SHA-256 from the signed index
+	apt-cache "${APTO[@]}" showsrc --only-source linux 2>/dev/null |
+		awk -v v="$VER" 'BEGIN { RS = "" } index($0, "\nVersion: " v "\n") { print; exit }' >"$WORK/stanza" || true
+	if [[ ! -s $WORK/stanza ]]; then
+		fail "the archive this host's apt knows serves neither linux-source-$XY=$VER nor the source package linux $VER" \
+			"$remedy"
+	fi
+	awk '/^Checksums-Sha256:/ { on = 1; next } /^[^ ]/ { on = 0 } on && NF == 3 { print $1, $2, $3 }' \
+		"$WORK/stanza" >"$WORK/sums"
+	say "apt-get source --download-only linux=$VER"
+	rc=0
+	(cd "$d" && timeout -k 10 "$TIMEOUT" apt-get "${APTO[@]}" -q source --download-only "linux=$VER") >"$WORK/src.log" 2>&1 || rc=$?
+	((rc != 124 && rc != 137)) ||
+		fail "apt-get source linux=$VER did not finish in $TIMEOUT s (fetch_timeout)" "$remedy"
+	# shellcheck disable=SC2034  # read by stats (kmod/rxe-kvfix-fetch)
+	T1=$(date +%s.%N)
+	# every file apt left must match the index; a missing one is told apart by role
+	local sum name orig='' debtar='' missing=()
+	while read -r sum _ name; do
+		if [[ ! -f $d/$name ]]; then
+			missing+=("$name")
+			continue
+		fi
+		if [[ $(sha256sum "$d/$name" | cut -d' ' -f1) != "$sum" ]]; then
+			rm -f "$d/$name"
+			fail "$name does not match the SHA-256 of the archive's signed index (corrupt download)" "$remedy"
+		fi
+		BYTES=$((BYTES + $(stat -L -c %s "$d/$name"))) # apt links a file: archive's files
+		case $name in
+		*.orig.tar.*) orig=$name ;;
+		*.debian.tar.*) debtar=$name ;;
+		esac
+	done <"$WORK/sums"
+	if [[ -z $orig ]]; then
+		cat "$WORK/src.log" >&2
+		fail "apt-get source linux=$VER failed ($(apt_err "$WORK/src.log"))" "$remedy"
+	fi
+	local origin
+	origin="package=linux (source)
+files=$(awk '{ printf "%s%s", sep, $3; sep = " " }' "$WORK/sums")
+sha256=$(grep -F " $orig" "$WORK/sums" | cut -d' ' -f1) ($orig)
+bytes=$BYTES
+verified=apt (SHA-256 of each file against the archive's Sources index, signed by its Release key)"
+	local top
+	if [[ -n $TREE_OUT ]]; then
+		mkdir -p "$TREE_OUT"
+		tar -xf "$d/$orig" -C "$TREE_OUT" --strip-components=1 || fail "cannot unpack $orig into $TREE_OUT" "check the space there"
+		top=$TREE_OUT
+	else
+		rc=0
+		top=$(rxe_kvfix_extract_rxe "$d/$orig" "$WORK/src-x") || rc=$?
+		((rc != 1)) || fail "cannot unpack $orig (${top%%$'\t'*})" "$remedy"
+		((rc == 0)) || fail "$orig has no $DRIVER_DIR/rxe_mr.c" "report it; $AGAIN"
+	fi
+	rm -f "$d/$orig"
+	# shellcheck disable=SC2034  # ORIGIN: read by stats (kmod/rxe-kvfix-fetch)
+	if [[ -n $debtar ]]; then
+		debian_patches "$d/$debtar" "$top"
+		ORIGIN=linux
+		origin+=$'\n'"debian=$debtar: $DEBIAN_APPLIED"
+	else
+		ORIGIN=linux-orig
+		origin+=$'\n'"debian=not served ($(grep -E '^(E|Err):.*debian\.tar' "$WORK/src.log" | head -n1 | grep -oE '[0-9]{3} +[A-Za-z ]*[A-Za-z]' | tr -s ' ' | head -n1 || echo missing)): the upstream source of $UPSTREAM, Debian's patches not applied"
+		say "Debian's part of linux $VER is not served (${missing[*]:-}): using the upstream source of $UPSTREAM"
+	fi
+	if [[ -n $TREE_OUT ]]; then
+		printf '%s\n' "$origin" >"$TREE_OUT/.rxe-kvfix-provenance"
+		stats "tree=$TREE_OUT" "$(du -sb "$TREE_OUT" | cut -f1)"
+	elif [[ -n $debtar ]]; then
+		keep_tree "$top" "linux-source-${XY}_$VER.tar.xz" "$origin"
+	else
+		keep_tree "$top" "linux-$UPSTREAM.tar.xz" "$origin"
+	fi
+}
+
+# debian_patches DEBIAN_TARBALL TOP: apply Debian's patch series to TOP: all of
+# it for a whole tree, the parts touching the rxe directory for a kept one
+DEBIAN_APPLIED=''
+debian_patches() {
+	local tb=$1 top=$2 p n=0 r=0 opt
+	mkdir -p "$WORK/deb"
+	tar -xf "$tb" -C "$WORK/deb" debian/patches 2>/dev/null || {
+		DEBIAN_APPLIED="no debian/patches"
+		return 0
+	}
+	[[ -f $WORK/deb/debian/patches/series ]] || {
+		DEBIAN_APPLIED="no series"
+		return 0
+	}
+	while read -r p opt; do
+		[[ -n $p && $p != \#* ]] || continue
+		opt=${opt:--p1}
+		n=$((n + 1))
+		if [[ -n $TREE_OUT ]]; then
+			patch -d "$top" "$opt" --batch --forward --no-backup-if-mismatch -s <"$WORK/deb/debian/patches/$p" >/dev/null ||
+				fail "Debian's patch $p does not apply to the upstream source of $UPSTREAM" "report it"
+		elif grep -q "$DRIVER_DIR/" "$WORK/deb/debian/patches/$p"; then
+			rxe_kvfix_rxe_diff <"$WORK/deb/debian/patches/$p" >"$WORK/rxe.diff"
+			[[ -s $WORK/rxe.diff ]] || fail "cannot tell the rxe part of Debian's patch $p (not a git diff)" "report it"
+			patch -d "$top" "$opt" --batch --forward --no-backup-if-mismatch -s <"$WORK/rxe.diff" >/dev/null ||
+				fail "the rxe part of Debian's patch $p does not apply to the upstream source of $UPSTREAM" "report it"
+			r=$((r + 1))
+		fi
+	done <"$WORK/deb/debian/patches/series"
+	if [[ -n $TREE_OUT ]]; then
+		DEBIAN_APPLIED="$n patches of debian/patches/series applied"
+	else
+		DEBIAN_APPLIED="$r of the $n patches of debian/patches/series touch $DRIVER_DIR, applied"
+	fi
+}
