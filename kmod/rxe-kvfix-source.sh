@@ -52,7 +52,7 @@ copy_or_die() {
 }
 
 extract_from_tarball() { # TARBALL
-	local tarball=$1 err
+	local tarball=$1
 	if memo_get "$tarball"; then
 		local v
 		v=$(<"$WORK/memo.version")
@@ -62,30 +62,21 @@ extract_from_tarball() { # TARBALL
 		fi
 		return 0
 	fi
-	mkdir -p "$WORK/x"
-	if ! err=$(tar -xf "$tarball" -C "$WORK/x" --wildcards --no-wildcards-match-slash \
-		"*/$DRIVER_DIR/*" "*/Makefile" 2>&1); then
-		# a whole archive without the rxe directory (headers only) is not a corrupt one
-		if grep -q 'Not found in archive' <<<"$err" &&
-			! grep -qiE 'unexpected EOF|not recoverable|corrupt|damaged|(xz|zstd|gzip|bzip2): ' <<<"$err"; then
-			die "$tarball has no $DRIVER_DIR/rxe_mr.c" "use the full source tarball of the kernel, not headers"
-		fi
-		die "cannot read $tarball (corrupt or truncated: ${err//$'\n'/ })" \
-			"download it again or remove it from the cache"
-	fi
-	local mr
-	mr=$(find "$WORK/x" -path "*/$DRIVER_DIR/rxe_mr.c" -print -quit)
-	[[ -n $mr ]] || die "$tarball has no $DRIVER_DIR/rxe_mr.c" \
-		"use the full source tarball of the kernel, not headers"
+	local top rc=0
+	top=$(rxe_kvfix_extract_rxe "$tarball" "$WORK/x") || rc=$?
+	case $rc in
+	0) ;;
+	2) die "$tarball has no $DRIVER_DIR/rxe_mr.c" "use the full source tarball of the kernel, not headers" ;;
+	*) die "cannot read $tarball (corrupt or truncated: ${top//$'\t'/ })" "download it again or remove it from the cache" ;;
+	esac
 	# the version the tarball really holds, from its top-level Makefile
-	local top v
-	top=${mr%/"$DRIVER_DIR"/rxe_mr.c}
+	local v
 	v=$(tree_version "$top")
 	if [[ $v != "$UPSTREAM" && $FORCE != 1 ]]; then
 		die "$tarball holds linux $v, not $UPSTREAM (source version differs from kernel $KREL)" \
 			"use the source of exactly $KREL or pass --force to use it anyway"
 	fi
-	copy_or_die "$(dirname "$mr")" "$WORK/rxe"
+	copy_or_die "$top/$DRIVER_DIR" "$WORK/rxe"
 	rm -rf "$WORK/x"
 	# an archive of more than a few MB that stays (not a kept rxe part of the cache,
 	# not the tarball inside a source RPM, which is memoized as the source RPM)
