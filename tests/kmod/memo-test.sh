@@ -41,7 +41,10 @@ W=$(mktemp -d /var/tmp/rxe-kvfix-memo.XXXXXX)
 cleanup() { rm -rf "$W"; }
 trap cleanup EXIT
 
-UP=$(sed -E 's/^([0-9]+\.[0-9]+(\.[0-9]+)?).*/\1/' <<<"$K")
+# shellcheck source=kmod/rxe-kvfix-lib.sh
+. "$REPO/kmod/rxe-kvfix-lib.sh"
+rxe_kvfix_kernel "$K"
+UP=$KERNEL_UPSTREAM
 CACHE=$W/cache ARCHIVE=$W/cache/linux-$UP.tar.xz
 mkdir -p "$CACHE" "$W/src/linux-$UP/drivers/infiniband/sw"
 cp "$TREE/Makefile" "$W/src/linux-$UP/"
