@@ -42,6 +42,13 @@
 # wrong version is remembered in MISMATCH (and used only with --force).
 PROVIDER='' SOURCE_DESC='' SOURCE_VERSION='' MISMATCH=''
 
+# same_version_or_die VERSION WHAT REMEDY: the source is of the kernel's upstream
+# version, or --force says to take it anyway; else one line: "WHAT VERSION, not ..."
+same_version_or_die() {
+	[[ $1 == "$UPSTREAM" || $FORCE == 1 ]] ||
+		die "$2 $1, not $UPSTREAM (source version differs from kernel $KREL)" "$3"
+}
+
 # copy_or_die DIR DEST: DIR's files into the new directory DEST, or die naming the cause
 copy_or_die() {
 	local err # in a variable: a full disk cannot take a file of it either
@@ -56,10 +63,7 @@ extract_from_tarball() { # TARBALL
 	if memo_get "$tarball"; then
 		local v
 		v=$(<"$WORK/memo.version")
-		if [[ $v != "$UPSTREAM" && $FORCE != 1 ]]; then
-			die "$tarball holds linux $v, not $UPSTREAM (source version differs from kernel $KREL)" \
-				"use the source of exactly $KREL or pass --force to use it anyway"
-		fi
+		same_version_or_die "$v" "$tarball holds linux" "use the source of exactly $KREL or pass --force to use it anyway"
 		return 0
 	fi
 	local top rc=0
@@ -72,10 +76,7 @@ extract_from_tarball() { # TARBALL
 	# the version the tarball really holds, from its top-level Makefile
 	local v
 	v=$(tree_version "$top")
-	if [[ $v != "$UPSTREAM" && $FORCE != 1 ]]; then
-		die "$tarball holds linux $v, not $UPSTREAM (source version differs from kernel $KREL)" \
-			"use the source of exactly $KREL or pass --force to use it anyway"
-	fi
+	same_version_or_die "$v" "$tarball holds linux" "use the source of exactly $KREL or pass --force to use it anyway"
 	copy_or_die "$top/$DRIVER_DIR" "$WORK/rxe"
 	rm -rf "$WORK/x"
 	# an archive of more than a few MB that stays (not a kept rxe part of the cache,
@@ -98,10 +99,7 @@ provider_tree() {
 	local v
 	v=$(tree_version "$TREE")
 	# an explicitly named tree is authoritative: never fall back to another source
-	if [[ $v != "$UPSTREAM" && $FORCE != 1 ]]; then
-		die "kernel tree $TREE is version $v, not $UPSTREAM (source version differs from kernel $KREL)" \
-			"pass the tree of exactly $UPSTREAM or add --force to use it anyway"
-	fi
+	same_version_or_die "$v" "kernel tree $TREE is version" "pass the tree of exactly $UPSTREAM or add --force to use it anyway"
 	copy_or_die "$TREE/$DRIVER_DIR" "$WORK/rxe"
 	PROVIDER=tree SOURCE_DESC=$TREE SOURCE_VERSION=$v
 }
@@ -185,10 +183,7 @@ provider_srpm() {
 	if memo_get "$srpm"; then
 		local v
 		v=$(<"$WORK/memo.version")
-		if [[ $v != "$UPSTREAM" && $FORCE != 1 ]]; then
-			die "$srpm holds linux $v, not $UPSTREAM (source version differs from kernel $KREL)" \
-				"use the source RPM of exactly $KREL or add --force to use it anyway"
-		fi
+		same_version_or_die "$v" "$srpm holds linux" "use the source RPM of exactly $KREL or add --force to use it anyway"
 		for f in $(<"$WORK/memo.applied"); do say "applied the rxe part of distribution patch $f"; done
 		PROVIDER=srpm SOURCE_DESC=$srpm SOURCE_VERSION=$v
 		return 0
@@ -206,10 +201,7 @@ provider_srpm() {
 	v=${base#linux-}
 	v=${v%.tar.*}
 	[[ $v == *.*.* ]] || v=$v.0
-	if [[ $v != "$UPSTREAM" && $FORCE != 1 ]]; then
-		die "$srpm holds linux $v, not $UPSTREAM (source version differs from kernel $KREL)" \
-			"use the source RPM of exactly $KREL or add --force to use it anyway"
-	fi
+	same_version_or_die "$v" "$srpm holds linux" "use the source RPM of exactly $KREL or add --force to use it anyway"
 	extract_from_tarball "$tarball"
 	local applied
 	if ! applied=$(rxe_kvfix_srpm_rxe_patches "$WORK/srpm" "$WORK/rxe" 5); then

@@ -203,3 +203,26 @@ t_apt_add_suite() {
 		"$(sed -n 's/^URIs: //p' "$src" | head -n1)" "$suite" >"$root/etc/apt/sources.list.d/$name.sources"
 	printf 'Package: *\nPin: release n=%s\nPin-Priority: 100\n' "$suite" >"$root/etc/apt/preferences.d/$name.pref"
 }
+
+# --- the arguments of a host test over one kernel's rxe part ----------------------
+#   t_rxe_tree_args SCRIPT "$@"   (tests/kmod/memo-test.sh, tests/kmod/admin-test.sh)
+#                         RXE_TREE KERNELRELEASE: --help prints the usage and exits 0;
+#                         anything but a directory with a Makefile and
+#                         drivers/infiniband/sw/rxe/rxe_mr.c, and a release, prints it
+#                         and exits 2. Sets TREE and K.
+t_rxe_tree_args() {
+	local script=$1 use
+	shift
+	use="Usage: $script RXE_TREE KERNELRELEASE   (RXE_TREE: a Makefile and drivers/infiniband/sw/rxe)"
+	case ${1-} in -h | --help)
+		echo "$use"
+		exit 0
+		;;
+	esac
+	[[ $# == 2 && -f $1/Makefile && -f $1/drivers/infiniband/sw/rxe/rxe_mr.c ]] || {
+		echo "$use" >&2
+		exit 2
+	}
+	# shellcheck disable=SC2034 # read by the script
+	TREE=$1 K=$2
+}

@@ -92,13 +92,19 @@ TEST(AppDoctor, StockModuleAndDroppingFirewallWarnButStayReady) {
   EXPECT_EQ(out.report["firewall"]["roce_v2_input"], "drop");
 }
 
-TEST(AppDoctor, RecordedBuildFailureNamesWhyTheModuleIsStock) {
+// doctor on a host whose loaded rdma_rxe is stock and whose rxe-kvfix record says
+// STATE with MESSAGE (kmod/rxe-kvfix-record.sh's lines)
+static Outcome doctor_with_record(const std::string& state, const std::string& message) {
   FakeHost h;
   h.mod.flavor = ModuleFlavor::Stock;
-  h.files[std::string(kKvfixStatusDir) + h.kernel()] =
-      "kernel=" + h.kernel() + "\nstate=failed\ntime=2026-12-05T18:00:00Z\nversion=1.0.0\n"
-      "message=no source of kernel X found; install linux-source-7.3\n";
-  Outcome out = doctor(h);
+  h.files[std::string(kKvfixStatusDir) + h.kernel()] = "kernel=" + h.kernel() + "\nstate=" + state +
+                                                      "\ntime=2026-12-05T18:00:00Z\nversion=1.0.0\n"
+                                                      "message=" + message + "\n";
+  return doctor(h);
+}
+
+TEST(AppDoctor, RecordedBuildFailureNamesWhyTheModuleIsStock) {
+  Outcome out = doctor_with_record("failed", "no source of kernel X found; install linux-source-7.3");
   EXPECT_EQ(out.exit, kExitPass);  // a stock module is a warning, as without the record
   EXPECT_TRUE(has(out.report["warnings"], "could not be built for this kernel"));
   EXPECT_TRUE(has(out.report["warnings"], "install linux-source-7.3"));
@@ -110,12 +116,7 @@ TEST(AppDoctor, RecordedBuildFailureNamesWhyTheModuleIsStock) {
 }
 
 TEST(AppDoctor, DeferredBuildSaysNotBuiltYet) {
-  FakeHost h;
-  h.mod.flavor = ModuleFlavor::Stock;
-  h.files[std::string(kKvfixStatusDir) + h.kernel()] =
-      "kernel=" + h.kernel() + "\nstate=deferred\ntime=2026-12-06T18:00:00Z\nversion=1.0.0\n"
-      "message=its source RPM is downloaded once this package transaction is over\n";
-  Outcome out = doctor(h);
+  Outcome out = doctor_with_record("deferred", "its source RPM is downloaded once this package transaction is over");
   EXPECT_EQ(out.exit, kExitPass);
   EXPECT_TRUE(has(out.report["warnings"], "is not built yet for this kernel"));
   EXPECT_TRUE(has(out.report["warnings"], "once this package transaction is over"));
