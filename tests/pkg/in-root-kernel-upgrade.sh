@@ -25,7 +25,16 @@
 #    again, it sees the module installed and does nothing.
 #    The cache keeps only the rxe source and its provenance; the figures (fetch and
 #    extract seconds, bytes downloaded and kept) are printed.
-# D. apt-get purge of the kernel: exit 0, its record and its kept source are gone.
+# status: one kernel rebuilt by DKMS from a source that has the fix (simulated source:
+#    its headers' Makefile and rxe-kvfix's patched rxe directory; real DKMS and prepare
+#    step aside, not-needed); rxe-kvfix status then shows it, the built kernels and
+#    RELEASE not fixed with its line, exit 1; its --json is kept for tests/pkg/run to
+#    validate. rxe-kvfix fetch RELEASE with fetch=never fails with the line of what to
+#    do, and after C says where the kept source is.
+# D. apt-get purge of the kernel with a second flavour of its package version
+#    installed (simulated: a package of ours named as a kernel image): exit 0, its
+#    record gone, its kept source kept for the flavour, status without its row; the
+#    flavour's purge then removes the kept source.
 # The same kernel installed with fetch=auto (the default), rxe-kvfix fetched and built
 # inside that apt-get command, then booted, is tests/vm/scenarios.d/85-series.
 set -euo pipefail
@@ -214,6 +223,15 @@ else
 fi
 "$ADMIN" status --json >/tmp/rxe-kvfix-status-A.json 2>>"$LOG" || true
 
+t_start "fetch: rxe-kvfix fetch $K with fetch=never: exit 1, the line of what to do"
+frc=0
+out=$("$ADMIN" fetch "$K" 2>&1) || frc=$?
+if ((frc == 1)) && grep -q "error: no source of kernel $K here, and fetch=never" <<<"$out"; then
+	t_pass
+else
+	t_fail "exit $frc: $(tr '\n' ' ' <<<"$out" | cut -c1-300)"
+fi
+
 # --- C. the repair, once the source can be had
 conf auto "the default"
 t_start "C: fetch=auto, then the boot-time repair (rxe-kvfix-kernel-hook boot) builds it from the fetched source"
@@ -248,6 +266,15 @@ t_start "C: the repair again: the module is there, nothing is built"
 crc=0
 out=$(RXE_KVFIX_RELEASE=$K "$hook" boot 2>&1) || crc=$?
 if ((crc == 0)) && [[ -z $out ]]; then t_pass; else t_fail "exit $crc: $out"; fi
+
+t_start "fetch: rxe-kvfix fetch $K once its source is kept: exit 0, says where it is"
+frc=0
+out=$("$ADMIN" fetch "$K" 2>&1) || frc=$?
+if ((frc == 0)) && [[ $out == *"kernel $K: its source is here (cache, affected (kzalloc_objs)), kept as $CACHE/linux-source-${XY}_$KV.tar.xz"* ]]; then
+	t_pass
+else
+	t_fail "exit $frc: $(tr '\n' ' ' <<<"$out" | cut -c1-300)"
+fi
 
 # --- D. removal, with another flavour of the same package version installed (a
 # package of ours named as a kernel image, holding only /lib/modules/RELEASE/kernel,
