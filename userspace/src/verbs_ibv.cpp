@@ -92,8 +92,6 @@ class IbvQp final : public QueuePair {
     cq_.reset();
     channel_.reset();
   }
-  bool ok() const { return qp_ != nullptr && !gid_error_; }
-
   QpAddr local_addr() const override {
     QpAddr a;
     a.qpn = qp_->qp_num;
@@ -238,7 +236,6 @@ class IbvQp final : public QueuePair {
   QpPtr qp_;
   std::uint32_t psn_ = 0;
   std::array<std::uint8_t, 16> gid_{};
-  bool gid_error_ = false;
   bool broken_ = false;
   unsigned send_wr_ = 128;
   unsigned rd_atomic_ = 1;
