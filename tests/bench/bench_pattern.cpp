@@ -77,7 +77,10 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const auto& r : runs) {
       double s = r.GetAdjustedRealTime();  // per iteration, in the run's time unit
-      double mul = r.time_unit == benchmark::kMillisecond ? 1e-3 : r.time_unit == benchmark::kMicrosecond ? 1e-6 : r.time_unit == benchmark::kNanosecond ? 1e-9 : 1.0;
+      double mul = r.time_unit == benchmark::kMillisecond   ? 1e-3
+                   : r.time_unit == benchmark::kMicrosecond ? 1e-6
+                   : r.time_unit == benchmark::kNanosecond  ? 1e-9
+                                                            : 1.0;
       std::string n = r.benchmark_name();
       rates()[n] = static_cast<double>(kBytes) / (s * mul) / 1e9;
     }
@@ -96,8 +99,10 @@ int main(int argc, char** argv) {
   double mc = get("BM_memcmp/min_time:0.500"), pv = get("BM_pattern_verify/min_time:0.500");
   std::printf("\nthroughput GB/s (64 MiB buffer, one core):\n");
   std::printf("  memset %.2f  pattern_fill %.2f  ratio fill/memset %.2f\n", ms, pf, ms > 0 ? pf / ms : 0);
-  std::printf("  memcmp %.2f (of one buffer; reads two)  pattern_verify %.2f  ratio verify/memcmp %.2f (target >= 0.5)\n",
-              mc, pv, mc > 0 ? pv / mc : 0);
+  std::printf(
+      "  memcmp %.2f (of one buffer; reads two)  pattern_verify %.2f  ratio verify/memcmp %.2f (target >= "
+      "0.5)\n",
+      mc, pv, mc > 0 ? pv / mc : 0);
   benchmark::Shutdown();
   return 0;
 }

@@ -2,8 +2,8 @@
 // scatter list and the remote address (valid in loopback, where both are in this
 // process). Failures are injected through FakeControl.
 #pragma once
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -14,12 +14,12 @@ namespace rxv::testing {
 
 struct FakeControl {
   std::function<int(std::size_t len)> reg_errno;  // non-zero => reg_mr fails
-  int fail_op_at = -1;     // index of the work request that fails (in execution order)
-  int fail_status = 12;    // IBV_WC_RETRY_EXC_ERR
-  bool fail_timeout = false;  // that WR and everything after it never completes
-  int corrupt_op_at = -1;  // flip a byte in the destination of that op
-  std::uint64_t corrupt_at = 0;  // byte index inside the op's payload
-  int short_op_at = -1;    // copy only half of that op
+  int fail_op_at = -1;                            // index of the work request that fails (in execution order)
+  int fail_status = 12;                           // IBV_WC_RETRY_EXC_ERR
+  bool fail_timeout = false;                      // that WR and everything after it never completes
+  int corrupt_op_at = -1;                         // flip a byte in the destination of that op
+  std::uint64_t corrupt_at = 0;                   // byte index inside the op's payload
+  int short_op_at = -1;                           // copy only half of that op
   int max_sge = 32;
   int ops = 0;
   int regs = 0;
@@ -29,7 +29,7 @@ struct FakeControl {
   unsigned complete_per_poll = 0;  // WRs executed per poll() call, 0 = all queued
   bool reverse_batches = false;    // return each poll's completions newest first
   unsigned rd_atomic = 16;         // negotiated max_rd_atomic
-  WaitPolicy created_wait;  // the QpParams::wait of the last QP created
+  WaitPolicy created_wait;         // the QpParams::wait of the last QP created
   unsigned created_depth = 0, max_in_flight = 0, max_reads_in_flight = 0, max_batch = 0;
   unsigned posted = 0, signaled = 0, polls = 0, drains = 0, flushed = 0, overcommits = 0;
 };

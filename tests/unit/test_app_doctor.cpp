@@ -98,8 +98,9 @@ static Outcome doctor_with_record(const std::string& state, const std::string& m
   FakeHost h;
   h.mod.flavor = ModuleFlavor::Stock;
   h.files[std::string(kKvfixStatusDir) + h.kernel()] = "kernel=" + h.kernel() + "\nstate=" + state +
-                                                      "\ntime=2026-12-05T18:00:00Z\nversion=1.0.0\n"
-                                                      "message=" + message + "\n";
+                                                       "\ntime=2026-12-05T18:00:00Z\nversion=1.0.0\n"
+                                                       "message=" +
+                                                       message + "\n";
   return doctor(h);
 }
 
@@ -116,7 +117,8 @@ TEST(AppDoctor, RecordedBuildFailureNamesWhyTheModuleIsStock) {
 }
 
 TEST(AppDoctor, DeferredBuildSaysNotBuiltYet) {
-  Outcome out = doctor_with_record("deferred", "its source RPM is downloaded once this package transaction is over");
+  Outcome out =
+      doctor_with_record("deferred", "its source RPM is downloaded once this package transaction is over");
   EXPECT_EQ(out.exit, kExitPass);
   EXPECT_TRUE(has(out.report["warnings"], "is not built yet for this kernel"));
   EXPECT_TRUE(has(out.report["warnings"], "once this package transaction is over"));

@@ -23,7 +23,8 @@ namespace {
 void limit_memlock(FakeHost& h, const std::string& bytes) {
   h.files["/proc/self/limits"] =
       "Limit                     Soft Limit           Hard Limit           Units     \n"
-      "Max locked memory         " + bytes + "                " + bytes + "                bytes     \n";
+      "Max locked memory         " +
+      bytes + "                " + bytes + "                bytes     \n";
 }
 int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 }  // namespace

@@ -23,7 +23,6 @@ using rxv::testing::small_run;
 
 namespace {
 
-
 // Is something listening on 127.0.0.1:port (per /proc/net/tcp)?
 bool listening(unsigned port) {
   std::ifstream f("/proc/net/tcp");
@@ -31,8 +30,7 @@ bool listening(unsigned port) {
   char want[8];
   std::snprintf(want, sizeof want, ":%04X", port);
   while (std::getline(f, line))
-    if (line.find(std::string(want) + " ") != std::string::npos &&
-        line.find(" 0A ") != std::string::npos)
+    if (line.find(std::string(want) + " ") != std::string::npos && line.find(" 0A ") != std::string::npos)
       return true;
   return false;
 }

@@ -22,7 +22,8 @@ const char* kMeminfo =
 const char* kVmallocinfo =
     "0xffffc90000000000-0xffffc90000005000   20480 irq_init_percpu_irqstack+0x114/0x180 vmap\n"
     "0xffffc90000005000-0xffffc90000007000    8192 acpi_os_map_iomem+0x1ab/0x1e0 phys=0x00000000 ioremap\n"
-    "0xffffc90000400000-0xffffc90000801000 4198400 __kvmalloc_node_noprof+0x6e/0x190 pages=1024 vmalloc vpages N0=1024\n"
+    "0xffffc90000400000-0xffffc90000801000 4198400 __kvmalloc_node_noprof+0x6e/0x190 pages=1024 vmalloc "
+    "vpages N0=1024\n"
     "0xffffc90000c00000-0xffffc90001001000 4198400 unpurged vm_area\n";
 
 struct Rig {
@@ -49,11 +50,13 @@ struct Rig {
   }
   ChurnReport run() {
     // Every reading "allocates" 1 MiB more vmalloc than the one before.
-    return run_churn(dev, qp.get(), peer.get(), cfg, [this] { return base; }, [this] {
-      KernelMemory k = parse_kernel_memory(kMeminfo, kVmallocinfo);
-      k.vmallocinfo += static_cast<std::uint64_t>(kmem_calls++) << 20;
-      return k;
-    });
+    return run_churn(
+        dev, qp.get(), peer.get(), cfg, [this] { return base; },
+        [this] {
+          KernelMemory k = parse_kernel_memory(kMeminfo, kVmallocinfo);
+          k.vmallocinfo += static_cast<std::uint64_t>(kmem_calls++) << 20;
+          return k;
+        });
   }
 };
 
@@ -65,7 +68,7 @@ TEST(Churn, ParsesKernelMemoryFigures) {
   EXPECT_TRUE(k.has_vmallocinfo);
   EXPECT_EQ(k.mem_free, 3500000ull * 1024);
   EXPECT_EQ(k.slab, 61234ull * 1024);
-  EXPECT_EQ(k.vmalloc_used, 12345ull * 1024);  // not VmallocTotal
+  EXPECT_EQ(k.vmalloc_used, 12345ull * 1024);           // not VmallocTotal
   EXPECT_EQ(k.vmallocinfo, 20480ull + 8192 + 4198400);  // the unpurged (freed) area not counted
   auto none = parse_kernel_memory("", "");
   EXPECT_FALSE(none.has_meminfo);
@@ -93,7 +96,7 @@ TEST(Churn, RegistersAndDeregistersCountTimes) {
     EXPECT_TRUE(rep.iterations[i].registered);
     EXPECT_FALSE(rep.iterations[i].traffic);
   }
-  EXPECT_EQ(r.ctl.ops, 0);  // no traffic asked for
+  EXPECT_EQ(r.ctl.ops, 0);     // no traffic asked for
   EXPECT_EQ(r.kmem_calls, 3);  // baseline, registered (first iteration), after
   ASSERT_TRUE(rep.baseline && rep.registered && rep.after);
   EXPECT_EQ(rep.after->vmallocinfo - rep.baseline->vmallocinfo, 2ull << 20);
@@ -185,8 +188,9 @@ TEST(Churn, RecordsTheFreeBlocksRightBeforeEachRegistration) {
   r.cfg.read_buddyinfo = [&]() -> std::optional<std::string> {
     regs_at_read.push_back(r.ctl.regs);
     if (reads++ == 0)
-      return std::string("Node 0, zone      DMA      1 1 1 0 2 1 1 0 1 1 3\n"
-                         "Node 0, zone   Normal   10 9 8 7 6 5 4 3 2 1 1\n");
+      return std::string(
+          "Node 0, zone      DMA      1 1 1 0 2 1 1 0 1 1 3\n"
+          "Node 0, zone   Normal   10 9 8 7 6 5 4 3 2 1 1\n");
     return data("buddyinfo-fragmented.txt");
   };
   auto rep = r.run();

@@ -51,18 +51,16 @@ TEST_P(CliBadArgs, ExitTwoWithOneLine) {
 
 INSTANTIATE_TEST_SUITE_P(
     Args, CliBadArgs,
-    ::testing::Values("", "bogus", "run --size 0", "run --size -1G", "run --size 1X",
-                      "run --size 1G,,2G", "run --size abc", "run --size 64T",
-                      "run --offset x", "run --mode turbo", "run --msg-size 3G",
-                      "run --split 0", "run --passes x", "run --bogus", "run --connect host:0",
-                      "run --connect :5", "run --device no-such-dev0 --size 1M",
+    ::testing::Values("", "bogus", "run --size 0", "run --size -1G", "run --size 1X", "run --size 1G,,2G",
+                      "run --size abc", "run --size 64T", "run --offset x", "run --mode turbo",
+                      "run --msg-size 3G", "run --split 0", "run --passes x", "run --bogus",
+                      "run --connect host:0", "run --connect :5", "run --device no-such-dev0 --size 1M",
                       "serve --port 70000", "serve --device no-such-dev0", "probe --budget 0",
                       "probe --granularity 0", "probe --min 2G --max 1G", "doctor --size 0",
-                      "run --timeout -1", "run --offset 4096", "probe --offset 5000",
-                      "run --gid-index -2", "serve --gid-index -1", "run --connect 'bad host'",
-                      "run --connect a:b:c", "run --connect 'host;rm:47910'",
-                      "run --size 1M --busy-poll --no-spin", "run --no-spin=maybe",
-                      "run --size 1M --spin fast", "run --size 1M --spin -1",
+                      "run --timeout -1", "run --offset 4096", "probe --offset 5000", "run --gid-index -2",
+                      "serve --gid-index -1", "run --connect 'bad host'", "run --connect a:b:c",
+                      "run --connect 'host;rm:47910'", "run --size 1M --busy-poll --no-spin",
+                      "run --no-spin=maybe", "run --size 1M --spin fast", "run --size 1M --spin -1",
                       "run --size 1M --spin 2000000", "run --size 1M --spin",
                       "run --size 1M --spin 200 --busy-poll", "run --size 1M --spin 200 --no-spin"));
 
@@ -87,8 +85,9 @@ TEST(Cli, GidIndexMustBeInTheDeviceTable) {
   }
   EXPECT_TRUE(rxv::check_gid_index(d, 1, err));
   EXPECT_FALSE(rxv::check_gid_index(d, 5, err));
-  EXPECT_EQ(err, "--gid-index 5: device rxe0 has no GID 5 (valid: 0, 1); pick one listed by "
-                 "`rxe-verify doctor`");
+  EXPECT_EQ(err,
+            "--gid-index 5: device rxe0 has no GID 5 (valid: 0, 1); pick one listed by "
+            "`rxe-verify doctor`");
 }
 
 TEST(Cli, PeerHostSyntax) {
@@ -132,23 +131,25 @@ TEST(Cli, DoctorJson) {
 TEST(Cli, RunHelpShowsPerftestFlags) {
   auto r = run("run --help");
   EXPECT_EQ(r.code, 0);
-  for (const char* f : {"-t,--tx-depth", "-x", "--gid-index", "-n,--iters", "-D,--duration", "--report_gbits", "--busy-poll",
-                        "--no-spin", "--spin USEC", "--connect", "slots = min(tx-depth"})
+  for (const char* f : {"-t,--tx-depth", "-x", "--gid-index", "-n,--iters", "-D,--duration", "--report_gbits",
+                        "--busy-poll", "--no-spin", "--spin USEC", "--connect", "slots = min(tx-depth"})
     EXPECT_NE(r.out.find(f), std::string::npos) << f << " missing from:\n" << r.out;
   // what each way of waiting for completions costs, with the default spin's value
   const std::string spin = "up to " + std::to_string(rxv::kDefaultSpin.count()) + " us";
   for (const std::string& cost : {spin, std::string("one CPU core busy"), std::string("a wake-up")})
     EXPECT_NE(r.out.find(cost), std::string::npos) << cost << " missing from:\n" << r.out;
-  for (const std::string& cost : {std::string("up to USEC microseconds (default ") +
-                                       std::to_string(rxv::kDefaultSpin.count()) + ")",
-                                   std::string("fewer wake-ups"), std::string("0 sleeps at once")})
+  for (const std::string& cost :
+       {std::string("up to USEC microseconds (default ") + std::to_string(rxv::kDefaultSpin.count()) + ")",
+        std::string("fewer wake-ups"), std::string("0 sleeps at once")})
     EXPECT_NE(r.out.find(cost), std::string::npos) << cost << " missing from:\n" << r.out;
   auto both = run("run --size 1M --busy-poll --no-spin");
   EXPECT_EQ(both.code, 2);
   EXPECT_NE(both.err.find("--busy-poll and --no-spin: pick one"), std::string::npos) << both.err;
   // --spin: its value checked before anything is opened; each other mode rejected by name
   for (const auto& [args, line] :
-       {std::pair<const char*, const char*>{"--spin 20x", "rxe-verify run: error: --spin: '20x' is not a number of microseconds; use a whole number"},
+       {std::pair<const char*, const char*>{
+            "--spin 20x",
+            "rxe-verify run: error: --spin: '20x' is not a number of microseconds; use a whole number"},
         {"--spin 1000001", "rxe-verify run: error: --spin: 1000001 us is beyond the longest spin"},
         {"--spin 50 --busy-poll", "rxe-verify run: error: --spin and --busy-poll: pick one"},
         {"--no-spin --spin 0", "rxe-verify run: error: --spin and --no-spin: pick one"}}) {

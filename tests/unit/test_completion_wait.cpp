@@ -118,9 +118,9 @@ namespace {
 struct OneCompletion {
   const char* what;
   WaitPolicy policy;
-  Clock::duration lands;             // after t0
+  Clock::duration lands;  // after t0
   unsigned polls, arms, sleeps;
-  Clock::duration ends;              // after t0: when wait() returned
+  Clock::duration ends;                     // after t0: when wait() returned
   std::optional<Clock::duration> armed_at;  // after t0, when it armed
 };
 
@@ -154,8 +154,8 @@ TEST_P(CompletionWaitOne, ReapsItAsThePolicySays) {
     // polled once more after the arm, then slept for what is left to the deadline
     EXPECT_EQ(cq.sleep_times[0], cq.arm_times[0] + kPoll);
     EXPECT_EQ(cq.sleep_lengths[0],
-              std::clamp(std::chrono::ceil<std::chrono::milliseconds>(deadline - cq.sleep_times[0]),
-                         1ms, kMaxSleep));
+              std::clamp(std::chrono::ceil<std::chrono::milliseconds>(deadline - cq.sleep_times[0]), 1ms,
+                         kMaxSleep));
   }
 }
 
@@ -167,8 +167,8 @@ INSTANTIATE_TEST_SUITE_P(
         OneCompletion{"within the default spin", policy(WaitMode::Adaptive), 20us, 20, 0, 0, 20us, {}},
         // ... one after it: the whole spin, an arm, one more poll, one sleep to the event
         OneCompletion{"after the default spin", policy(WaitMode::Adaptive), 5ms,
-                      static_cast<unsigned>(kDefaultSpin / 1us) + 1 + 1 + 1, 1, 1,
-                      5ms + kWake + kPoll, 1us + kDefaultSpin},
+                      static_cast<unsigned>(kDefaultSpin / 1us) + 1 + 1 + 1, 1, 1, 5ms + kWake + kPoll,
+                      1us + kDefaultSpin},
         OneCompletion{"within a 200 us spin", policy(WaitMode::Adaptive, 200us), 150us, 150, 0, 0, 150us, {}},
         OneCompletion{"after a 1000 us spin", policy(WaitMode::Adaptive, 1000us), 5ms, 1001 + 1 + 1, 1, 1,
                       5ms + kWake + kPoll, 1001us},
@@ -179,8 +179,8 @@ INSTANTIATE_TEST_SUITE_P(
         OneCompletion{"event mode", policy(WaitMode::Event), 20us, 3, 1, 1, 20us + kWake + kPoll, 1us},
         OneCompletion{"event mode ignores a spin", policy(WaitMode::Event, 1000us), 20us, 3, 1, 1,
                       20us + kWake + kPoll, 1us},
-        OneCompletion{"adaptive with a zero spin is the event mode", policy(WaitMode::Adaptive, 0us), 20us,
-                      3, 1, 1, 20us + kWake + kPoll, 1us}),
+        OneCompletion{"adaptive with a zero spin is the event mode", policy(WaitMode::Adaptive, 0us), 20us, 3,
+                      1, 1, 20us + kWake + kPoll, 1us}),
     [](const ::testing::TestParamInfo<OneCompletion>& i) {
       std::string n;
       for (const char* p = i.param.what; *p; ++p)
@@ -239,8 +239,8 @@ TEST(CompletionWait, DeadlineBoundsEveryMode) {
     unsigned arms;
     std::optional<unsigned> polls;
   };
-  for (const Case& c : {Case{WaitMode::Adaptive, 1, {}}, Case{WaitMode::Event, 1, {}},
-                        Case{WaitMode::BusyPoll, 0, 30000}}) {
+  for (const Case& c :
+       {Case{WaitMode::Adaptive, 1, {}}, Case{WaitMode::Event, 1, {}}, Case{WaitMode::BusyPoll, 0, 30000}}) {
     SCOPED_TRACE(to_string(c.mode));
     FakeCq cq;
     CompletionWaiter w(policy(c.mode), cq.hooks());

@@ -8,7 +8,6 @@
 
 using namespace rxv;
 
-
 namespace {
 DiagInput reg(std::uint64_t size, std::uint64_t offset = 0) {
   DiagInput in;

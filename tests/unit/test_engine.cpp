@@ -203,8 +203,8 @@ TEST(Engine, PipelinesFullModeAndCapsReadsAtRdAtomic) {
   r.ctl.rd_atomic = 4;
   auto s = r.run(8ull << 20);  // 128 transfers each way
   ASSERT_EQ(s.result, SizeOutcome::Pass) << (s.diagnosis ? s.diagnosis->summary : "");
-  EXPECT_EQ(r.ctl.max_in_flight, 32u);        // WRITEs fill the send queue
-  EXPECT_EQ(r.ctl.max_reads_in_flight, 4u);   // READs stop at max_rd_atomic
+  EXPECT_EQ(r.ctl.max_in_flight, 32u);       // WRITEs fill the send queue
+  EXPECT_EQ(r.ctl.max_reads_in_flight, 4u);  // READs stop at max_rd_atomic
   EXPECT_EQ(r.ctl.overcommits, 0u);
   EXPECT_EQ(s.write.iterations, 128u);
   EXPECT_EQ(s.read.transfers, 128u);
@@ -248,9 +248,9 @@ TEST(Engine, FailureMidPipelineSaysWhichTransfer) {
   ASSERT_TRUE(s.diagnosis);
   EXPECT_EQ(s.diagnosis->cause, "transfer_error");
   EXPECT_NE(s.diagnosis->summary.find("at region offset " + std::to_string(50ull * (64 << 10))),
-            std::string::npos) << s.diagnosis->summary;
-  EXPECT_NE(s.diagnosis->summary.find("transfer 50 (wr_id 51)"), std::string::npos)
+            std::string::npos)
       << s.diagnosis->summary;
+  EXPECT_NE(s.diagnosis->summary.find("transfer 50 (wr_id 51)"), std::string::npos) << s.diagnosis->summary;
   EXPECT_EQ(r.ctl.drains, 1u);
   EXPECT_TRUE(r.qp->broken());
 }

@@ -1,11 +1,9 @@
 #include <gtest/gtest.h>
 
-
 #include "firewall.hpp"
 #include "test_data.hpp"
 
 using namespace rxv;
-
 
 TEST(Nft, SeedRulesetDropsRoce) {
   auto r = evaluate_nft_json(data("nft-seed.json"));
@@ -83,7 +81,8 @@ TEST(Iptables, UnknownMatchAndEmpty) {
   EXPECT_EQ(evaluate_iptables_save("").verdict, FwVerdict::NoRules);
   const char* t = "*filter\n:INPUT DROP [0:0]\n-A INPUT -m set --match-set ok src -j ACCEPT\nCOMMIT\n";
   EXPECT_EQ(evaluate_iptables_save(t).verdict, FwVerdict::Unknown);
-  const char* m = "*filter\n:INPUT DROP [0:0]\n-A INPUT -p udp -m multiport --dports 4000:5000,6000 -j ACCEPT\nCOMMIT\n";
+  const char* m =
+      "*filter\n:INPUT DROP [0:0]\n-A INPUT -p udp -m multiport --dports 4000:5000,6000 -j ACCEPT\nCOMMIT\n";
   EXPECT_EQ(evaluate_iptables_save(m).verdict, FwVerdict::Accept);
 }
 

@@ -36,10 +36,10 @@ TEST(Oob, HostPort) {
 TEST(Oob, ShortenUtf8CutsAtACharacterBoundary) {
   EXPECT_EQ(shorten_utf8("abc", 3), "abc");
   EXPECT_EQ(shorten_utf8("abcd", 3), "abc...");
-  const std::string e = "\xc3\xa9";                  // é: 2 bytes
+  const std::string e = "\xc3\xa9";                     // é: 2 bytes
   EXPECT_EQ(shorten_utf8("ab" + e + "z", 3), "ab...");  // the cut would split é
   EXPECT_EQ(shorten_utf8("ab" + e + "z", 4), "ab" + e + "...");
-  const std::string euro = "\xe2\x82\xac";          // €: 3 bytes
+  const std::string euro = "\xe2\x82\xac";  // €: 3 bytes
   EXPECT_EQ(shorten_utf8(euro + euro, 4), euro + "...");
   EXPECT_EQ(shorten_utf8(euro, 2), "...");
   // what the writer then gets is valid: dump() does not throw
@@ -121,8 +121,10 @@ TEST(Oob, ServeAndRunEndToEndWithFakeVerbs) {
   cfg.two_host = true;
   cfg.seed = 5;
   cfg.passes = 1;
-  ASSERT_EQ(sock->send(nlohmann::json{{"op", "hello"}, {"version", 1}, {"qp", qp_to_json(qp->local_addr())},
-                        {"staging", staging_bytes_for(cfg)}}),
+  ASSERT_EQ(sock->send(nlohmann::json{{"op", "hello"},
+                                      {"version", 1},
+                                      {"qp", qp_to_json(qp->local_addr())},
+                                      {"staging", staging_bytes_for(cfg)}}),
             "");
   auto hr = sock->recv(std::chrono::seconds(10), err);
   ASSERT_TRUE(hr) << err;

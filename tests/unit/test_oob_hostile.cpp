@@ -29,7 +29,7 @@ std::string hello(std::uint64_t staging = 8192) {
 }
 
 struct Session {
-  std::string result;       // serve_session's return
+  std::string result;         // serve_session's return
   std::vector<json> replies;  // every line the server sent, parsed
   std::vector<std::string> raw;
 };
@@ -65,8 +65,7 @@ Session run_session(const std::string& input, ServeOptions o = fuzz::fuzz_serve_
 }
 
 std::string error_of(const json& j) {
-  return j.is_object() && j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>()
-                                                                         : "";
+  return j.is_object() && j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>() : "";
 }
 
 }  // namespace
@@ -100,8 +99,13 @@ TEST(OobHostile, NumbersOfTheWrongKindAreRefusedNotConverted) {
     EXPECT_NE(error_of(s.replies[0]).find("bad staging size"), std::string::npos) << staging;
     EXPECT_NE(s.result.find("bad staging size"), std::string::npos);
   }
-  auto s = run_session(hello() + R"({"op":"fill","st":"0","off":0,"len":64,"key":1})" "\n" +
-                       R"({"op":7})" "\n" + R"({"op":"bye"})" "\n");
+  auto s = run_session(hello() +
+                       R"({"op":"fill","st":"0","off":0,"len":64,"key":1})"
+                       "\n" +
+                       R"({"op":7})"
+                       "\n" +
+                       R"({"op":"bye"})"
+                       "\n");
   ASSERT_EQ(s.replies.size(), 4u);
   EXPECT_NE(error_of(s.replies[1]).find("bad field in fill"), std::string::npos);
   EXPECT_NE(error_of(s.replies[2]).find("bad field 'op'"), std::string::npos);
@@ -112,9 +116,12 @@ TEST(OobHostile, NumbersOfTheWrongKindAreRefusedNotConverted) {
 // st + len wrapping around 2^64 passed LocalPeer's "st + len > size" check.
 TEST(OobHostile, StagingRangeCannotWrap) {
   auto s = run_session(hello(4096) +
-                       R"({"op":"fill","st":1,"off":0,"len":18446744073709551615,"key":1})" "\n" +
-                       R"({"op":"verify","st":4096,"off":0,"len":1,"key":1})" "\n" +
-                       R"({"op":"fill","st":0,"off":0,"len":4096,"key":1})" "\n");
+                       R"({"op":"fill","st":1,"off":0,"len":18446744073709551615,"key":1})"
+                       "\n" +
+                       R"({"op":"verify","st":4096,"off":0,"len":1,"key":1})"
+                       "\n" +
+                       R"({"op":"fill","st":0,"off":0,"len":4096,"key":1})"
+                       "\n");
   ASSERT_EQ(s.replies.size(), 4u);
   EXPECT_EQ(error_of(s.replies[1]), "staging range out of bounds");
   EXPECT_EQ(error_of(s.replies[2]), "staging range out of bounds");
@@ -122,7 +129,9 @@ TEST(OobHostile, StagingRangeCannotWrap) {
 }
 
 TEST(OobHostile, GarbageGetsOneLineAndEndsTheSession) {
-  auto s = run_session(hello() + "\x01\xff not json at all\n" + R"({"op":"bye"})" "\n");
+  auto s = run_session(hello() + "\x01\xff not json at all\n" +
+                       R"({"op":"bye"})"
+                       "\n");
   ASSERT_EQ(s.replies.size(), 2u);
   EXPECT_EQ(error_of(s.replies[1]), "malformed message from peer");
   EXPECT_EQ(s.result, "malformed message from peer");
@@ -190,8 +199,11 @@ TEST(OobHostile, OversizedLineIsRefused) {
 TEST(OobHostile, FloodOfValidRequestsIsServed) {
   std::string in = hello(4096);
   const int n = 30000;
-  for (int i = 0; i < n; ++i) in += R"({"op":"fill","st":0,"off":0,"len":64,"key":1})" "\n";
-  in += R"({"op":"bye"})" "\n";
+  for (int i = 0; i < n; ++i)
+    in += R"({"op":"fill","st":0,"off":0,"len":64,"key":1})"
+          "\n";
+  in += R"({"op":"bye"})"
+        "\n";
   ASSERT_GT(in.size(), kMaxMessageBytes);  // more than one message may hold, all well-formed
   auto s = run_session(in);
   ASSERT_EQ(s.replies.size(), static_cast<std::size_t>(n + 2));
@@ -220,16 +232,14 @@ TEST(OobHostile, MismatchExplanationsAreBoundedPerSession) {
     std::string why = r.value("explanation", "");
     if (i < LocalPeer::kMaxExplained)
       EXPECT_EQ(why.find("unrecognised data (searched pages 0-4194303 of 2251799813685248"), 0u);
-    else
-      EXPECT_EQ(why, "not explained (this peer explained its first 8 mismatches)");
+    else EXPECT_EQ(why, "not explained (this peer explained its first 8 mismatches)");
   }
 }
 
 TEST(OobHostile, StagingSizeIsCapped) {
   auto s = run_session(hello((1 << 20) + 1));
   ASSERT_EQ(s.replies.size(), 1u);
-  EXPECT_NE(error_of(s.replies[0]).find("bad staging size (1 to 1048576 bytes)"),
-            std::string::npos);
+  EXPECT_NE(error_of(s.replies[0]).find("bad staging size (1 to 1048576 bytes)"), std::string::npos);
 }
 
 TEST(OobHostile, ClientRejectsAMalformedServerHello) {

@@ -91,9 +91,8 @@ TEST(Pattern, MisplacedPageSearchIsBoundedInAHugeRegion) {
                      std::to_string(std::uint64_t{1} << 51) + " for a misplaced one)");
   // The bad page is the region's last: the searched pages end there.
   why = explain_mismatch(v.data(), at, v.size(), *m, key, {}, at + 4096);
-  EXPECT_EQ(why, "unrecognised data (searched pages " + std::to_string(bad + 1 - kExplainMaxPages) +
-                     "-" + std::to_string(bad) + " of " + std::to_string(bad + 1) +
-                     " for a misplaced one)");
+  EXPECT_EQ(why, "unrecognised data (searched pages " + std::to_string(bad + 1 - kExplainMaxPages) + "-" +
+                     std::to_string(bad) + " of " + std::to_string(bad + 1) + " for a misplaced one)");
 }
 
 TEST(Pattern, StalePageFromPreviousPassDetected) {

@@ -84,8 +84,8 @@ TEST(Pipeline, KeepsTxDepthInFlightWithSelectiveSignalling) {
 
 TEST(Pipeline, BatchedAndOutOfOrderCompletions) {
   Lane l(500, 32, 64);
-  l.ctl.complete_per_poll = 24;   // several signalled completions per poll ...
-  l.ctl.reverse_batches = true;   // ... returned newest first
+  l.ctl.complete_per_poll = 24;  // several signalled completions per poll ...
+  l.ctl.reverse_batches = true;  // ... returned newest first
   auto r = l.run();
   ASSERT_TRUE(r.ok()) << describe(r.failure);
   EXPECT_EQ(r.verified, 500u);
@@ -113,7 +113,7 @@ TEST(Pipeline, FailureMidPipelineNamesTheRequest) {
   EXPECT_EQ(r.failure.wc_status, 12);
   EXPECT_LE(r.failure.completed_before, 37u);
   EXPECT_GT(r.failure.in_flight, 0u);
-  EXPECT_EQ(l.ctl.drains, 1u);  // drained before the buffers go away
+  EXPECT_EQ(l.ctl.drains, 1u);    // drained before the buffers go away
   EXPECT_LT(l.ctl.posted, 200u);  // stopped posting
   auto d = describe(r.failure);
   EXPECT_NE(d.find("transfer 37 (wr_id 38) completed with an error"), std::string::npos) << d;
@@ -182,7 +182,7 @@ TEST(Pipeline, StagingMemoryFormula) {
   EXPECT_EQ(staging_slots(c), 15u);  // 16 MiB / (1 MiB + 64)
   c.mode = Mode::Full;               // msg-size 64 MiB: two slots
   EXPECT_EQ(staging_bytes_for(c), 128ull << 20);
-  c.msg_size = 64 << 10;             // 64 KiB: tx-depth slots (128), 8 MiB
+  c.msg_size = 64 << 10;  // 64 KiB: tx-depth slots (128), 8 MiB
   EXPECT_EQ(staging_slots(c), 128u);
   EXPECT_EQ(staging_bytes_for(c), 8ull << 20);
   c.tx_depth = 4;

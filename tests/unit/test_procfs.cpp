@@ -1,11 +1,9 @@
 #include <gtest/gtest.h>
 
-
 #include "procfs.hpp"
 #include "test_data.hpp"
 
 using namespace rxv;
-
 
 TEST(Buddyinfo, ParsesRecordedHost) {
   auto z = parse_buddyinfo(data("buddyinfo-host.txt"));

@@ -26,9 +26,9 @@ TEST(Report, JsonSchemaPerSize) {
   s.reg_errno = 12;
   s.diagnosis = Diagnosis{"rxe_metadata_order", "needs order 11", "load rxe-kvfix"};
   auto j = to_json(s);
-  for (const char* k : {"size", "offset", "pages", "metadata_bytes", "metadata_order", "registered",
-                        "reg_errno", "reg_seconds", "write", "read", "verified_bytes", "result",
-                        "diagnosis", "mrs", "mode", "mismatch"})
+  for (const char* k :
+       {"size", "offset", "pages", "metadata_bytes", "metadata_order", "registered", "reg_errno",
+        "reg_seconds", "write", "read", "verified_bytes", "result", "diagnosis", "mrs", "mode", "mismatch"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_EQ(j["pages"], 262145);
   EXPECT_EQ(j["metadata_order"], 11);

@@ -36,9 +36,9 @@ TEST(RunOptionsSpin, ParsesWholeMicroseconds) {
     const char* text;
     long long us;  // -1: rejected
   };
-  for (const Case& c : {Case{"0", 0}, Case{"1", 1}, Case{"50", 50}, Case{"200", 200},
-                        Case{"1000", 1000}, Case{"0200", 200}, Case{"000", 0},
-                        Case{"1000000", 1000000}, Case{"001000000", 1000000}}) {
+  for (const Case& c :
+       {Case{"0", 0}, Case{"1", 1}, Case{"50", 50}, Case{"200", 200}, Case{"1000", 1000}, Case{"0200", 200},
+        Case{"000", 0}, Case{"1000000", 1000000}, Case{"001000000", 1000000}}) {
     std::chrono::microseconds v{-7};
     std::string err;
     EXPECT_TRUE(parse_spin_us(c.text, v, err)) << c.text << ": " << err;
@@ -68,8 +68,9 @@ TEST(RunOptionsSpin, RejectsWithOneLineThatSaysWhatToUse) {
     std::chrono::microseconds v{-7};
     std::string err;
     EXPECT_FALSE(parse_spin_us(big, v, err)) << big;
-    EXPECT_EQ(err, std::string(big) + " us is beyond the longest spin, 1000000 us (1 s); use at "
-                                      "most --spin 1000000, or --busy-poll to spin without a bound");
+    EXPECT_EQ(err, std::string(big) +
+                       " us is beyond the longest spin, 1000000 us (1 s); use at "
+                       "most --spin 1000000, or --busy-poll to spin without a bound");
     EXPECT_EQ(v.count(), -7);
   }
   EXPECT_EQ(kMaxSpin, 1s);
@@ -93,7 +94,8 @@ TEST(RunOptionsSpin, WaitingModesIntoThePolicy) {
     o.no_spin = c.no_spin;
     o.spin_option = c.spin;
     FakeHost host;
-    const std::string what = c.spin.value_or("-") + (c.busy_poll ? " busy" : "") + (c.no_spin ? " nospin" : "");
+    const std::string what =
+        c.spin.value_or("-") + (c.busy_poll ? " busy" : "") + (c.no_spin ? " nospin" : "");
     RunOptions r = validate_run_options(o, host);
     EXPECT_EQ(r.wait.mode, c.mode) << what;
     EXPECT_EQ(r.wait.spin, c.want_spin) << what;

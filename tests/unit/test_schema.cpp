@@ -14,8 +14,8 @@
 #include "app/app.hpp"
 #include "app_fixtures.hpp"
 #include "fake_host.hpp"
-#include "procfs.hpp"
 #include "fake_verbs.hpp"
+#include "procfs.hpp"
 #include "test_paths.hpp"
 
 using namespace rxv;
@@ -52,8 +52,8 @@ fs::path write(const std::string& name, const nlohmann::json& j) {
 
 // validate_json.py's exit status (0 valid, 1 invalid, 2 no validator).
 int validate(const fs::path& file) {
-  std::string cmd = std::string(RXV_PYTHON3) + " " + RXV_TEST_SRC + "/validate_json.py " +
-                    RXV_SCHEMA + " '" + file.string() + "'";
+  std::string cmd = std::string(RXV_PYTHON3) + " " + RXV_TEST_SRC + "/validate_json.py " + RXV_SCHEMA + " '" +
+                    file.string() + "'";
   int st = std::system(cmd.c_str());
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -62,9 +62,6 @@ void expect_valid(const std::string& name, const Outcome& out) {
   ASSERT_TRUE(out.has_report) << name;
   EXPECT_EQ(validate(write(name, out.report)), 0) << name << ": " << out.report.dump(2);
 }
-
-
-
 
 nlohmann::json valid_run() {
   FakeControl c;
@@ -221,7 +218,8 @@ TEST(Schema, FindModeChecksTheGuestsRxeVerifyDocuments) {
   fs::path dir = out_dir() / "guest";
   fs::create_directories(dir / "proof-k");
   std::ofstream(dir / "proof-k" / "fixed-1G.json") << valid_run().dump(2) << "\n";
-  std::ofstream(dir / "results.json") << R"({"what": "the benchmark's own file"})" << "\n";
+  std::ofstream(dir / "results.json") << R"({"what": "the benchmark's own file"})"
+                                      << "\n";
   std::ofstream(dir / "empty.json") << "";
   EXPECT_EQ(validate_dir(dir), 0);
   auto broken = valid_run();

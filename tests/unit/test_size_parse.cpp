@@ -25,8 +25,8 @@ TEST(SizeParse, Sums) {
 TEST(SizeParse, ZeroIsParsedCallerDecides) { EXPECT_EQ(*parse_size("0").value, 0u); }
 
 TEST(SizeParse, Rejects) {
-  for (const char* bad : {"", "  ", "-1", "-1G", "1X", "G", "1GG", "1Gb2", "1.5G", "1G+", "+1",
-                          "abc", "1 G x", "0x10", "99999999999999999999", "20000000T"}) {
+  for (const char* bad : {"", "  ", "-1", "-1G", "1X", "G", "1GG", "1Gb2", "1.5G", "1G+", "+1", "abc",
+                          "1 G x", "0x10", "99999999999999999999", "20000000T"}) {
     auto r = parse_size(bad);
     EXPECT_FALSE(r.value.has_value()) << bad;
     EXPECT_FALSE(r.error.empty()) << bad;

@@ -96,8 +96,8 @@ SecondsStats summarize(std::vector<double> v) {
   return s;
 }
 
-ChurnReport run_churn(Device& dev, QueuePair* qp, Peer* peer, const ChurnConfig& cfg,
-                      const DiagContext& ctx, const KmemReader& kmem) {
+ChurnReport run_churn(Device& dev, QueuePair* qp, Peer* peer, const ChurnConfig& cfg, const DiagContext& ctx,
+                      const KmemReader& kmem) {
   ChurnReport rep;
   rep.size = cfg.size;
   rep.offset = cfg.offset;
@@ -250,34 +250,34 @@ nlohmann::json to_json(const ChurnReport& r) {
   }
   auto opt = [](const std::optional<KernelMemory>& m) { return m ? to_json(*m) : json(nullptr); };
   json j = json_envelope("churn");
-  j.update({
-      {"device", r.device.empty() ? json(nullptr) : json(r.device)},
-      {"module", to_json(r.module)},
-      {"kernel", r.kernel},
-      {"size", r.size},
-      {"size_text", format_size(r.size)},
-      {"offset", r.offset},
-      {"pages", r.pages},
-      {"metadata_bytes", r.metadata_bytes},
-      {"metadata_order", r.metadata_order},
-      {"count", r.count},
-      {"traffic", r.traffic},
-      {"completed", std::count_if(r.iterations.begin(), r.iterations.end(),
-                                  [&](const ChurnIteration& i) {
-                                    return i.registered && (!i.traffic || i.traffic->result == SizeOutcome::Pass);
-                                  })},
-      {"reg_seconds", stats_json(summarize(reg))},
-      {"dereg_seconds", stats_json(summarize(dereg))},
-      {"iterations", its},
-      {"kernel_memory",
-       {{"baseline", opt(r.baseline)},
-        {"registered", opt(r.registered)},
-        {"after", opt(r.after)},
-        {"registered_minus_baseline", delta_json(r.baseline, r.registered)},
-        {"after_minus_baseline", delta_json(r.baseline, r.after)}}},
-      {"failure", nullptr},
-      {"error", r.error ? to_json(*r.error) : json(nullptr)},
-      {"verdict", r.verdict}});
+  j.update({{"device", r.device.empty() ? json(nullptr) : json(r.device)},
+            {"module", to_json(r.module)},
+            {"kernel", r.kernel},
+            {"size", r.size},
+            {"size_text", format_size(r.size)},
+            {"offset", r.offset},
+            {"pages", r.pages},
+            {"metadata_bytes", r.metadata_bytes},
+            {"metadata_order", r.metadata_order},
+            {"count", r.count},
+            {"traffic", r.traffic},
+            {"completed", std::count_if(r.iterations.begin(), r.iterations.end(),
+                                        [&](const ChurnIteration& i) {
+                                          return i.registered &&
+                                                 (!i.traffic || i.traffic->result == SizeOutcome::Pass);
+                                        })},
+            {"reg_seconds", stats_json(summarize(reg))},
+            {"dereg_seconds", stats_json(summarize(dereg))},
+            {"iterations", its},
+            {"kernel_memory",
+             {{"baseline", opt(r.baseline)},
+              {"registered", opt(r.registered)},
+              {"after", opt(r.after)},
+              {"registered_minus_baseline", delta_json(r.baseline, r.registered)},
+              {"after_minus_baseline", delta_json(r.baseline, r.after)}}},
+            {"failure", nullptr},
+            {"error", r.error ? to_json(*r.error) : json(nullptr)},
+            {"verdict", r.verdict}});
   if (r.failure)
     j["failure"] = {{"iteration", r.failed_iteration ? json(r.failed_iteration) : json(nullptr)},
                     {"stage", r.failed_stage},
@@ -287,13 +287,13 @@ nlohmann::json to_json(const ChurnReport& r) {
 
 std::string to_text(const ChurnReport& r) {
   std::ostringstream o;
-  o << "rxe-verify " << kToolVersion << "  kernel " << r.kernel << "  module rdma_rxe: "
-    << to_string(r.module.flavor);
+  o << "rxe-verify " << kToolVersion << "  kernel " << r.kernel
+    << "  module rdma_rxe: " << to_string(r.module.flavor);
   if (!r.module.version.empty()) o << " (" << r.module.version << ")";
   o << "\n";
   if (r.error) {
-    o << "ERROR: " << r.error->summary << "\n  remedy: " << r.error->remedy << "\nverdict: "
-      << to_string(r.verdict) << "\n";
+    o << "ERROR: " << r.error->summary << "\n  remedy: " << r.error->remedy
+      << "\nverdict: " << to_string(r.verdict) << "\n";
     return o.str();
   }
   o << "churn " << format_size(r.size) << (r.offset ? " @+" + std::to_string(r.offset) : "") << " x "
@@ -317,8 +317,8 @@ std::string to_text(const ChurnReport& r) {
   if (r.traffic) o << "traffic     " << format_size(verified) << " verified\n";
   if (r.baseline && r.baseline->has_meminfo) {
     char b[256];
-    std::snprintf(b, sizeof b, "%-13s %14s %14s %14s %14s %14s\n", "kernel KiB", "baseline",
-                  "registered", "delta", "after", "delta");
+    std::snprintf(b, sizeof b, "%-13s %14s %14s %14s %14s %14s\n", "kernel KiB", "baseline", "registered",
+                  "delta", "after", "delta");
     o << b;
     auto row = [&](const char* name, auto get, bool have) {
       if (!have) return;
@@ -337,11 +337,14 @@ std::string to_text(const ChurnReport& r) {
                     regd.c_str(), aft.c_str(), aftd.c_str());
       o << b;
     };
-    row("MemFree", [](const KernelMemory& m) { return m.mem_free; }, true);
-    row("Slab", [](const KernelMemory& m) { return m.slab; }, true);
-    row("VmallocUsed", [](const KernelMemory& m) { return m.vmalloc_used; }, true);
-    row("vmallocinfo", [](const KernelMemory& m) { return m.vmallocinfo; },
-        r.baseline->has_vmallocinfo);
+    row(
+        "MemFree", [](const KernelMemory& m) { return m.mem_free; }, true);
+    row(
+        "Slab", [](const KernelMemory& m) { return m.slab; }, true);
+    row(
+        "VmallocUsed", [](const KernelMemory& m) { return m.vmalloc_used; }, true);
+    row(
+        "vmallocinfo", [](const KernelMemory& m) { return m.vmallocinfo; }, r.baseline->has_vmallocinfo);
   }
   if (r.failure) {
     o << "FAILED at ";

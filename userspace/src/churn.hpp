@@ -50,10 +50,10 @@ struct ChurnConfig {
 
 // The free-block state right before one registration (from /proc/buddyinfo).
 struct BuddyBefore {
-  int order = 0;                    // the metadata's allocation order
-  std::uint64_t free_blocks = 0;    // free blocks of order >= `order`, zones other than DMA
-  int largest_free_order = -1;      // in those zones; -1 none
-  std::vector<BuddyZone> zones;     // every zone, as read
+  int order = 0;                  // the metadata's allocation order
+  std::uint64_t free_blocks = 0;  // free blocks of order >= `order`, zones other than DMA
+  int largest_free_order = -1;    // in those zones; -1 none
+  std::vector<BuddyZone> zones;   // every zone, as read
 };
 
 struct ChurnIteration {
@@ -61,7 +61,7 @@ struct ChurnIteration {
   bool registered = false;
   int reg_errno = 0;
   double reg_seconds = 0, dereg_seconds = 0;
-  std::optional<SizeResult> traffic;  // --traffic: the loop run while registered
+  std::optional<SizeResult> traffic;        // --traffic: the loop run while registered
   std::optional<BuddyBefore> buddy_before;  // cfg.read_buddyinfo given and readable
 };
 
@@ -78,13 +78,13 @@ struct ChurnReport {
   unsigned failed_iteration = 0;  // 0 = none
   std::string failed_stage;       // allocate | register | traffic
   std::optional<Diagnosis> failure;
-  std::optional<Diagnosis> error;  // environment failure before the first iteration
+  std::optional<Diagnosis> error;   // environment failure before the first iteration
   Verdict verdict = Verdict::Skip;  // pass | fail | not_ready
 };
 
 // Runs the churn. `qp`/`peer` are needed only with cfg.traffic (may be null otherwise).
-ChurnReport run_churn(Device& dev, QueuePair* qp, Peer* peer, const ChurnConfig& cfg,
-                      const DiagContext& ctx, const KmemReader& kmem);
+ChurnReport run_churn(Device& dev, QueuePair* qp, Peer* peer, const ChurnConfig& cfg, const DiagContext& ctx,
+                      const KmemReader& kmem);
 
 // Verdict and exit code (0 pass, 1 fail, 3 not ready: memlock/device/environment).
 int finalize(ChurnReport& r);

@@ -7,9 +7,12 @@ namespace rxv {
 
 std::string to_string(WaitMode m) {
   switch (m) {
-    case WaitMode::Adaptive: return "adaptive";
-    case WaitMode::BusyPoll: return "busy_poll";
-    case WaitMode::Event: return "event";
+    case WaitMode::Adaptive:
+      return "adaptive";
+    case WaitMode::BusyPoll:
+      return "busy_poll";
+    case WaitMode::Event:
+      return "event";
   }
   return "adaptive";
 }

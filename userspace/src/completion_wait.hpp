@@ -25,9 +25,9 @@ std::string to_string(WaitMode m);
 // The adaptive mode's default spin. A wait that blocks costs about one sleep/wake-up
 // cycle on the completion channel (a system call, the event's interrupt path, a
 // scheduler wake-up: roughly 10 us on bare metal, a few tens under a hypervisor or
-// emulation; estimates, not measured by this code). Spinning about that long before sleeping never costs more than twice the
-// better of the two choices, whatever the completion's delay (the rent-or-buy bound),
-// and keeps a long check's idle CPU to at most this much per wait.
+// emulation; estimates, not measured by this code). Spinning about that long before sleeping never costs more
+// than twice the better of the two choices, whatever the completion's delay (the rent-or-buy bound), and
+// keeps a long check's idle CPU to at most this much per wait.
 inline constexpr std::chrono::microseconds kDefaultSpin{50};
 // The longest spin `rxe-verify run --spin` accepts (1 s): a spin longer than any wait
 // is --busy-poll, which says so.

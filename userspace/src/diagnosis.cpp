@@ -11,10 +11,14 @@ namespace rxv {
 
 std::string to_string(ModuleFlavor f) {
   switch (f) {
-    case ModuleFlavor::Absent: return "absent";
-    case ModuleFlavor::Stock: return "stock";
-    case ModuleFlavor::RxeKvfix: return "rxe-kvfix";
-    case ModuleFlavor::RxeKvfixUnpatched: return "rxe-kvfix-unpatched";
+    case ModuleFlavor::Absent:
+      return "absent";
+    case ModuleFlavor::Stock:
+      return "stock";
+    case ModuleFlavor::RxeKvfix:
+      return "rxe-kvfix";
+    case ModuleFlavor::RxeKvfixUnpatched:
+      return "rxe-kvfix-unpatched";
   }
   return "absent";
 }
@@ -28,8 +32,7 @@ ModuleIdentity classify_module(bool loaded, const std::optional<std::string>& sy
     return m;
   }
   m.version = sysfs_version ? trim(*sysfs_version) : "";
-  m.flavor = m.version.find("rxe-kvfix") != std::string::npos ? ModuleFlavor::RxeKvfix
-                                                               : ModuleFlavor::Stock;
+  m.flavor = m.version.find("rxe-kvfix") != std::string::npos ? ModuleFlavor::RxeKvfix : ModuleFlavor::Stock;
   // built by rxe-kvfix's test mode without the fix (RXE_KVFIX_UNPATCHED):
   // identifies as ours, behaves like stock
   if (m.flavor == ModuleFlavor::RxeKvfix && m.installed.find("series=unpatched") != std::string::npos)
@@ -73,8 +76,8 @@ Diagnosis reg_diag(const DiagInput& in) {
     if (!memlock_allows(in.limits, in.cap_eff, pinned + in.already_pinned)) {
       auto ml = parse_memlock(in.limits);
       return {cause::kMemlock,
-              "RLIMIT_MEMLOCK (" + (ml ? format_size(ml->soft) : std::string("?")) +
-                  ") is below the " + format_size(pinned + in.already_pinned) +
+              "RLIMIT_MEMLOCK (" + (ml ? format_size(ml->soft) : std::string("?")) + ") is below the " +
+                  format_size(pinned + in.already_pinned) +
                   " this registration pins, and the process lacks CAP_IPC_LOCK",
               memlock_remedy(pinned + in.already_pinned)};
     }
@@ -97,8 +100,8 @@ Diagnosis reg_diag(const DiagInput& in) {
     const std::uint64_t need = md.bytes + whole.pages * 32;
     if (auto mi = parse_meminfo(in.meminfo); mi && mi->available < need)
       return {cause::kOutOfMemory,
-              "MemAvailable (" + format_size(mi->available) + ") is smaller than the " +
-                  format_size(need) + " of kernel memory registering " + format_size(pinned) +
+              "MemAvailable (" + format_size(mi->available) + ") is smaller than the " + format_size(need) +
+                  " of kernel memory registering " + format_size(pinned) +
                   " needs (page metadata and scatter table)",
               "free memory (stop other workloads, drop caches) or test a smaller size"};
     if (in.module.flavor == ModuleFlavor::RxeKvfix)
@@ -113,19 +116,18 @@ Diagnosis reg_diag(const DiagInput& in) {
       int lo = largest_free_order(zones);
       return {cause::kFragmentation,
               "the region needs " + md_text + "; /proc/buddyinfo has no free block of order " +
-                  std::to_string(md.order) + " or higher (largest free order " +
-                  std::to_string(lo) + ", enough for " +
-                  format_size(stock_mr_limit_for_order(lo)) +
+                  std::to_string(md.order) + " or higher (largest free order " + std::to_string(lo) +
+                  ", enough for " + format_size(stock_mr_limit_for_order(lo)) +
                   "): memory is too fragmented for a stock rdma_rxe",
               "compact memory (`echo 1 > /proc/sys/vm/compact_memory`) and retry, use MRs "
-              "of at most " + format_size(stock_mr_limit_for_order(lo)) +
-                  " now, or load the fixed rdma_rxe (rxe-kvfix)"};
+              "of at most " +
+                  format_size(stock_mr_limit_for_order(lo)) + " now, or load the fixed rdma_rxe (rxe-kvfix)"};
     }
     if (md.order > 3) {
-      std::string now = zones.empty() ? std::string("/proc/buddyinfo unreadable")
-                                      : std::to_string(free_blocks_at_least(zones, md.order)) +
-                                            " free blocks of order >= " +
-                                            std::to_string(md.order) + " exist now";
+      std::string now = zones.empty()
+                            ? std::string("/proc/buddyinfo unreadable")
+                            : std::to_string(free_blocks_at_least(zones, md.order)) +
+                                  " free blocks of order >= " + std::to_string(md.order) + " exist now";
       return {cause::kUnknown,
               "ENOMEM on a stock rdma_rxe; the region needs " + md_text + " (" + now +
                   ", so fragmentation at the time of the call is possible but not shown)",
@@ -134,8 +136,7 @@ Diagnosis reg_diag(const DiagInput& in) {
     }
   }
   std::string e = in.err ? std::string(std::strerror(in.err)) : "unknown error";
-  return {cause::kUnknown,
-          "ibv_reg_mr failed: " + e + " (errno " + std::to_string(in.err) + ")",
+  return {cause::kUnknown, "ibv_reg_mr failed: " + e + " (errno " + std::to_string(in.err) + ")",
           "check `dmesg` and the device state (`rdma link show`)"};
 }
 
@@ -146,15 +147,15 @@ Diagnosis transfer_diag(const DiagInput& in) {
     return {cause::kDeviceDown, "the rxe port is not ACTIVE",
             "bring the rxe device's netdev up (`ip link set <netdev> up`)"};
   bool timeout = in.stage == Stage::Timeout;
-  std::string what = timeout ? std::string("no completion before the deadline")
-                             : "completion error " + in.wc_status_str + " (status " +
-                                   std::to_string(in.wc_status) + ")";
+  std::string what =
+      timeout ? std::string("no completion before the deadline")
+              : "completion error " + in.wc_status_str + " (status " + std::to_string(in.wc_status) + ")";
   if (timeout || is_retry(in.wc_status)) {
     if (in.two_host) {
       std::string fw;
       if (in.firewall && in.firewall->verdict == FwVerdict::Drop)
-        fw = "; this host's " + in.firewall->source + " input rules drop RoCEv2 (" +
-             in.firewall->detail + ")";
+        fw =
+            "; this host's " + in.firewall->source + " input rules drop RoCEv2 (" + in.firewall->detail + ")";
       return {cause::kNetwork,
               what + ": RoCEv2 packets (UDP port 4791) do not get through between the hosts" + fw,
               "check the network path between the two rxe netdevs (addresses, routes, MTU) "
@@ -175,8 +176,8 @@ Diagnosis diagnose(const DiagInput& in) {
   switch (in.stage) {
     case Stage::Allocate:
       return {cause::kOutOfMemory,
-              "cannot allocate and fault in a " + format_size(in.size + in.offset) +
-                  " buffer (errno " + std::to_string(in.err) + ")",
+              "cannot allocate and fault in a " + format_size(in.size + in.offset) + " buffer (errno " +
+                  std::to_string(in.err) + ")",
               "free memory or test a smaller size"};
     case Stage::Register:
       return reg_diag(in);

@@ -34,8 +34,8 @@ std::string to_string(ModuleFlavor f);
 
 struct ModuleIdentity {
   ModuleFlavor flavor = ModuleFlavor::Absent;
-  std::string version;            // /sys/module/rdma_rxe/version, may be empty
-  std::string installed;          // modinfo -F rxe_kvfix rdma_rxe, may be empty
+  std::string version;    // /sys/module/rdma_rxe/version, may be empty
+  std::string installed;  // modinfo -F rxe_kvfix rdma_rxe, may be empty
 };
 // From the loaded module's sysfs presence/version text and `modinfo -F rxe_kvfix` output.
 ModuleIdentity classify_module(bool loaded, const std::optional<std::string>& sysfs_version,
@@ -45,8 +45,8 @@ struct DiagInput {
   Stage stage = Stage::Register;
   int err = 0;  // errno of the failing call
   std::uint64_t size = 0, offset = 0;
-  unsigned split = 1;                  // number of MRs the region was registered as
-  std::uint64_t already_pinned = 0;    // bytes pinned before this registration (staging)
+  unsigned split = 1;                      // number of MRs the region was registered as
+  std::uint64_t already_pinned = 0;        // bytes pinned before this registration (staging)
   std::string buddyinfo, limits, meminfo;  // raw /proc texts ("" = unknown)
   std::optional<std::uint64_t> cap_eff;
   ModuleIdentity module;

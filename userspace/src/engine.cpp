@@ -61,9 +61,7 @@ LocalPeer::LocalPeer(Device& dev, std::uint64_t size) : buf_(size) {
   mr_ = std::move(r.mr);
   err_ = r.err;
 }
-std::uint64_t LocalPeer::staging_addr() const {
-  return reinterpret_cast<std::uint64_t>(buf_.data());
-}
+std::uint64_t LocalPeer::staging_addr() const { return reinterpret_cast<std::uint64_t>(buf_.data()); }
 std::uint32_t LocalPeer::staging_rkey() const { return mr_ ? mr_->rkey() : 0; }
 std::string LocalPeer::fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
                             std::uint64_t key) {
@@ -71,9 +69,8 @@ std::string LocalPeer::fill(std::uint64_t st_off, std::uint64_t region_off, std:
   pattern_fill(buf_.data() + st_off, region_off, len, key);
   return "";
 }
-VerifyOutcome LocalPeer::verify(std::uint64_t st_off, std::uint64_t region_off,
-                                std::uint64_t len, std::uint64_t key,
-                                const std::vector<KeyCandidate>& candidates,
+VerifyOutcome LocalPeer::verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
+                                std::uint64_t key, const std::vector<KeyCandidate>& candidates,
                                 std::uint64_t region_size) {
   VerifyOutcome v;
   if (st_off + len > buf_.size()) {
@@ -86,11 +83,11 @@ VerifyOutcome LocalPeer::verify(std::uint64_t st_off, std::uint64_t region_off,
     v.ok = false;
     if (explained_ < kMaxExplained) {
       ++explained_;
-      v.explanation = explain_mismatch(buf_.data() + st_off, region_off, len, *v.mismatch, key,
-                                       candidates, region_size);
+      v.explanation =
+          explain_mismatch(buf_.data() + st_off, region_off, len, *v.mismatch, key, candidates, region_size);
     } else {
-      v.explanation = "not explained (this peer explained its first " +
-                      std::to_string(kMaxExplained) + " mismatches)";
+      v.explanation =
+          "not explained (this peer explained its first " + std::to_string(kMaxExplained) + " mismatches)";
     }
   }
   return v;
@@ -106,9 +103,7 @@ unsigned staging_slots(const RunConfig& c) {
   return static_cast<unsigned>(std::min<std::uint64_t>(std::max(1u, c.tx_depth), by_budget));
 }
 
-std::uint64_t staging_bytes_for(const RunConfig& c) {
-  return staging_slot_bytes(c) * staging_slots(c);
-}
+std::uint64_t staging_bytes_for(const RunConfig& c) { return staging_slot_bytes(c) * staging_slots(c); }
 
 std::chrono::milliseconds op_deadline(const RunConfig& c, std::uint64_t len) {
   if (c.op_timeout > 0) return std::chrono::milliseconds(static_cast<long long>(c.op_timeout * 1000));
@@ -132,16 +127,16 @@ double since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-std::vector<WorkRequest> Engine::wrs_of(const Transfer& t, std::uint64_t remote,
-                                        unsigned char* base, const SplitLayout& layout,
+std::vector<WorkRequest> Engine::wrs_of(const Transfer& t, std::uint64_t remote, unsigned char* base,
+                                        const SplitLayout& layout,
                                         const std::vector<std::unique_ptr<MemoryRegion>>& mrs) const {
   std::vector<Sge> pieces;
   std::uint64_t o = t.offset, end = t.offset + t.length;
   while (o < end) {
     unsigned m = layout.mr_of(o);
     std::uint64_t stop = std::min(end, layout.starts[m + 1]);
-    pieces.push_back({reinterpret_cast<std::uint64_t>(base + o),
-                      static_cast<std::uint32_t>(stop - o), mrs[m]->lkey()});
+    pieces.push_back(
+        {reinterpret_cast<std::uint64_t>(base + o), static_cast<std::uint32_t>(stop - o), mrs[m]->lkey()});
     o = stop;
   }
   std::vector<WorkRequest> out;
@@ -160,14 +155,15 @@ std::vector<WorkRequest> Engine::wrs_of(const Transfer& t, std::uint64_t remote,
 
 void Engine::fail_loop(SizeResult& r, OpCode op, const LoopFailure& f, const Transfer& t) {
   const char* opname = op == OpCode::Write ? "RDMA WRITE" : "RDMA READ";
-  std::string where = std::string(opname) + " of " + std::to_string(t.length) +
-                      " bytes at region offset " + std::to_string(t.offset) + " (" + describe(f) + ")";
-  if (f.kind == LoopFailure::Kind::Prepare || (f.kind == LoopFailure::Kind::Check && !f.check.error.empty())) {
+  std::string where = std::string(opname) + " of " + std::to_string(t.length) + " bytes at region offset " +
+                      std::to_string(t.offset) + " (" + describe(f) + ")";
+  if (f.kind == LoopFailure::Kind::Prepare ||
+      (f.kind == LoopFailure::Kind::Check && !f.check.error.empty())) {
     r.result = SizeOutcome::Fail;
     std::string e = f.kind == LoopFailure::Kind::Prepare ? "peer fill failed: " + f.status_str
-                                                          : "peer verification failed: " + f.check.error;
-    r.diagnosis = Diagnosis{cause::kNetwork, e + "; " + where,
-                            "check the out-of-band TCP connection to the peer"};
+                                                         : "peer verification failed: " + f.check.error;
+    r.diagnosis =
+        Diagnosis{cause::kNetwork, e + "; " + where, "check the out-of-band TCP connection to the peer"};
     return;
   }
   DiagInput in = ctx_ ? ctx_() : DiagInput{};
@@ -203,7 +199,8 @@ SizeResult Engine::run_size(std::uint64_t size) {
     // Report the metadata of the largest MR: that is what a stock rxe must allocate.
     std::uint64_t biggest = 0;
     for (unsigned i = 0; i < r.mrs; ++i)
-      biggest = std::max(biggest, rxe_metadata(mis + layout.starts[i], layout.starts[i + 1] - layout.starts[i]).bytes);
+      biggest = std::max(biggest,
+                         rxe_metadata(mis + layout.starts[i], layout.starts[i + 1] - layout.starts[i]).bytes);
     r.metadata_bytes = biggest;
     r.metadata_order = alloc_order(biggest);
   }
@@ -344,16 +341,17 @@ bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& lay
         return false;
       }
       const Mismatch& mm = *f.check.mismatch;
-      MismatchReport m{mm.region_offset, (mis + mm.region_offset) / kPageSize, mm.expected, mm.actual,
-                       mm.bad_bytes, w ? Direction::Write : Direction::Read, f.check.explanation};
+      MismatchReport m{
+          mm.region_offset, (mis + mm.region_offset) / kPageSize,   mm.expected,        mm.actual,
+          mm.bad_bytes,     w ? Direction::Write : Direction::Read, f.check.explanation};
       r.mismatch = m;
       DiagInput in = ctx_ ? ctx_() : DiagInput{};
       in.stage = Stage::Verify;
-      in.mismatch_text = std::string(w ? "RDMA WRITE of region [" : "RDMA READ into region [") +
-                         std::to_string(t.offset) + ", +" + std::to_string(t.length) +
-                         (w ? ") arrived wrong" : ") left wrong data") + ": first bad byte at region offset " +
-                         std::to_string(m.offset) + " (page " + std::to_string(m.page) + "), " +
-                         std::to_string(m.bad_bytes) + " bad bytes; " + m.explanation;
+      in.mismatch_text =
+          std::string(w ? "RDMA WRITE of region [" : "RDMA READ into region [") + std::to_string(t.offset) +
+          ", +" + std::to_string(t.length) + (w ? ") arrived wrong" : ") left wrong data") +
+          ": first bad byte at region offset " + std::to_string(m.offset) + " (page " +
+          std::to_string(m.page) + "), " + std::to_string(m.bad_bytes) + " bad bytes; " + m.explanation;
       fail(r, in);
       return false;
     }

@@ -57,9 +57,8 @@ class Peer {
   // Fill staging[st_off, +len) with the pattern of region bytes [region_off, +len).
   virtual std::string fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
                            std::uint64_t key) = 0;
-  virtual VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off,
-                               std::uint64_t len, std::uint64_t key,
-                               const std::vector<KeyCandidate>& candidates,
+  virtual VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
+                               std::uint64_t key, const std::vector<KeyCandidate>& candidates,
                                std::uint64_t region_size) = 0;
 };
 
@@ -79,9 +78,8 @@ class LocalPeer final : public Peer {
   std::uint64_t staging_size() const override { return buf_.size(); }
   std::string fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
                    std::uint64_t key) override;
-  VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
-                       std::uint64_t key, const std::vector<KeyCandidate>& candidates,
-                       std::uint64_t region_size) override;
+  VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len, std::uint64_t key,
+                       const std::vector<KeyCandidate>& candidates, std::uint64_t region_size) override;
 
  private:
   MappedBuffer buf_;

@@ -10,10 +10,14 @@ namespace rxv {
 
 std::string to_string(FwVerdict v) {
   switch (v) {
-    case FwVerdict::Accept: return "accept";
-    case FwVerdict::Drop: return "drop";
-    case FwVerdict::Unknown: return "unknown";
-    case FwVerdict::NoRules: return "no-rules";
+    case FwVerdict::Accept:
+      return "accept";
+    case FwVerdict::Drop:
+      return "drop";
+    case FwVerdict::Unknown:
+      return "unknown";
+    case FwVerdict::NoRules:
+      return "no-rules";
   }
   return "unknown";
 }
@@ -79,15 +83,17 @@ class Evaluator {
       d.why += " (rate-limited rule: packets beyond the rate are dropped)";
       return d;
     }
-    return {Out::Unknown, "chain " + c.name + ": " + r.label +
-                              " may or may not match RoCEv2 (cannot tell)"};
+    return {Out::Unknown, "chain " + c.name + ": " + r.label + " may or may not match RoCEv2 (cannot tell)"};
   }
 
   Res apply(const Chain& c, const Rule& r, std::size_t, int depth, const std::string& key) {
     switch (r.verdict.kind) {
-      case VKind::Accept: return {Out::Accept, "chain " + c.name + ": " + r.label + " accepts"};
-      case VKind::Drop: return {Out::Drop, "chain " + c.name + ": " + r.label + " drops/rejects"};
-      case VKind::Return: return {Out::Return, ""};
+      case VKind::Accept:
+        return {Out::Accept, "chain " + c.name + ": " + r.label + " accepts"};
+      case VKind::Drop:
+        return {Out::Drop, "chain " + c.name + ": " + r.label + " drops/rejects"};
+      case VKind::Return:
+        return {Out::Return, ""};
       case VKind::Jump:
       case VKind::Goto: {
         std::string tk = key.substr(0, key.rfind(' ') + 1) + r.verdict.target;
@@ -97,7 +103,8 @@ class Evaluator {
       }
       case VKind::Unknown:
         return {Out::Unknown, "chain " + c.name + ": " + r.label + " has an unsupported verdict"};
-      case VKind::None: break;
+      case VKind::None:
+        break;
     }
     return {Out::Return, ""};
   }
@@ -143,10 +150,14 @@ FwResult evaluate(const Ruleset& rs) {
 FwResult combine(const FwResult& a, const FwResult& b) {
   auto rank = [](FwVerdict v) {
     switch (v) {
-      case FwVerdict::Drop: return 3;
-      case FwVerdict::Unknown: return 2;
-      case FwVerdict::Accept: return 1;
-      case FwVerdict::NoRules: return 0;
+      case FwVerdict::Drop:
+        return 3;
+      case FwVerdict::Unknown:
+        return 2;
+      case FwVerdict::Accept:
+        return 1;
+      case FwVerdict::NoRules:
+        return 0;
     }
     return 0;
   };

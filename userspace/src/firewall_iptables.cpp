@@ -88,15 +88,14 @@ Rule ipt_rule(const std::vector<std::string>& t, std::size_t start, int lineno) 
       put(n == "0.0.0.0/0" ? Cond::True : Cond::Unknown);
     } else if (a == "-m" || a == "--match") {
       std::string m = arg();
-      static const char* ok[] = {"udp", "tcp", "conntrack", "state", "comment", "limit",
-                                 "pkttype", "multiport", "icmp"};
+      static const char* ok[] = {"udp",   "tcp",     "conntrack", "state", "comment",
+                                 "limit", "pkttype", "multiport", "icmp"};
       bool known = false;
       for (auto* k : ok)
         if (m == k) known = true;
       if (!known) put(Cond::Unknown);
       if (m == "tcp" || m == "icmp") put(Cond::False);
-    } else if (a == "--dport" || a == "--destination-port" || a == "--dports" ||
-               a == "--destination-ports") {
+    } else if (a == "--dport" || a == "--destination-port" || a == "--dports" || a == "--destination-ports") {
       put(port_match(arg(), 4791));
     } else if (a == "--ports") {
       put(port_match(arg(), 4791) == Cond::True ? Cond::True : Cond::Unknown);
@@ -174,8 +173,7 @@ FwResult evaluate_iptables_save(std::string_view text) {
         c.base = true;
         c.policy = w[1] == "DROP" ? VKind::Drop : VKind::Accept;
         bool path = (table == "filter" && w[0] == "INPUT") ||
-                    ((table == "raw" || table == "mangle") &&
-                     (w[0] == "PREROUTING" || w[0] == "INPUT"));
+                    ((table == "raw" || table == "mangle") && (w[0] == "PREROUTING" || w[0] == "INPUT"));
         if (path) rs.base.push_back("ipv4 " + table + " " + w[0]);
       }
       rs.chains["ipv4 " + table + " " + w[0]] = c;

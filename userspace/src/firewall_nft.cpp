@@ -71,9 +71,8 @@ Field nft_left(const json& l) {
       if (field == "dport") return known(4791, {"4791"});
       return unknownf();
     }
-    if (proto == "ip6" || proto == "tcp" || proto == "icmp" || proto == "icmpv6" ||
-        proto == "sctp" || proto == "dccp" || proto == "udplite" || proto == "esp" ||
-        proto == "ah" || proto == "arp")
+    if (proto == "ip6" || proto == "tcp" || proto == "icmp" || proto == "icmpv6" || proto == "sctp" ||
+        proto == "dccp" || proto == "udplite" || proto == "esp" || proto == "ah" || proto == "arp")
       return absent();
     return unknownf();
   }
@@ -178,9 +177,8 @@ Rule nft_rule(const json& r) {
       out.cond = cond_and(out.cond, nft_match(e["match"]));
     } else if (e.contains("limit")) {
       out.cond = cond_and(out.cond, Cond::Limit);
-    } else if (e.contains("counter") || e.contains("log") || e.contains("mangle") ||
-               e.contains("notrack") || e.contains("set") || e.contains("ct count") ||
-               e.contains("continue")) {
+    } else if (e.contains("counter") || e.contains("log") || e.contains("mangle") || e.contains("notrack") ||
+               e.contains("set") || e.contains("ct count") || e.contains("continue")) {
       // no effect on the verdict
     } else if (auto v = nft_verdict(e)) {
       out.verdict = *v;
@@ -244,8 +242,7 @@ FwResult evaluate_nft_json(std::string_view text) {
     if (!o.is_object()) continue;
     if (o.contains("chain")) {
       const json& c = o["chain"];
-      std::string fam = c.value("family", ""), table = c.value("table", ""),
-                  name = c.value("name", "");
+      std::string fam = c.value("family", ""), table = c.value("table", ""), name = c.value("name", "");
       Chain ch;
       ch.name = fam + " " + table + " " + name;
       std::string hook = c.value("hook", "");

@@ -72,9 +72,8 @@ CmdResult run_command(const std::vector<std::string>& argv, int timeout_s) {
   char buf[65536];
   bool killed = false;
   while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    end - std::chrono::steady_clock::now())
-                    .count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
       kill(pid, SIGKILL);
       killed = true;

@@ -28,8 +28,8 @@ ModuleIdentity probe_module(const std::string& sys = "/sys");
 struct IbDevice {
   std::string name;
   bool rxe = false;
-  std::string netdev;       // parent netdev
-  std::string port_state;   // "4: ACTIVE"
+  std::string netdev;      // parent netdev
+  std::string port_state;  // "4: ACTIVE"
   bool port_active = false;
   std::vector<GidEntry> gids;
 };

@@ -80,8 +80,7 @@ bool parse_hello_reply(const json& r, ServerHello& h, std::string& err) {
     err = "malformed server answer";
     return false;
   }
-  auto addr = u64_field(*st, "addr", 0), rkey = u64_field(*st, "rkey", 0),
-       size = u64_field(*st, "size", 0);
+  auto addr = u64_field(*st, "addr", 0), rkey = u64_field(*st, "rkey", 0), size = u64_field(*st, "size", 0);
   if (!addr || !rkey || !size || *rkey > 0xffffffffu || *size == 0) {
     err = "malformed server answer (staging buffer)";
     return false;
@@ -101,8 +100,7 @@ std::optional<json> RemotePeer::call(const json& req, std::string& err) {
   return s_.recv(timeout_, err);
 }
 
-std::string RemotePeer::fill(std::uint64_t st, std::uint64_t off, std::uint64_t len,
-                             std::uint64_t key) {
+std::string RemotePeer::fill(std::uint64_t st, std::uint64_t off, std::uint64_t len, std::uint64_t key) {
   std::string err;
   auto r = call({{"op", "fill"}, {"st", st}, {"off", off}, {"len", len}, {"key", key}}, err);
   if (!r) return err;
@@ -110,9 +108,8 @@ std::string RemotePeer::fill(std::uint64_t st, std::uint64_t off, std::uint64_t 
   return "";
 }
 
-VerifyOutcome RemotePeer::verify(std::uint64_t st, std::uint64_t off, std::uint64_t len,
-                                 std::uint64_t key, const std::vector<KeyCandidate>& cands,
-                                 std::uint64_t region_size) {
+VerifyOutcome RemotePeer::verify(std::uint64_t st, std::uint64_t off, std::uint64_t len, std::uint64_t key,
+                                 const std::vector<KeyCandidate>& cands, std::uint64_t region_size) {
   VerifyOutcome v;
   json c = json::array();
   for (const auto& k : cands) c.push_back(json::array({k.key, k.label}));

@@ -31,10 +31,8 @@ inline constexpr double kDefaultIdleSeconds = 300;
 
 // A message field: absent -> def; present but of the wrong kind (for u64: negative,
 // fractional, over 2^64-1, text) -> nullopt. Never throws.
-std::optional<std::uint64_t> u64_field(const nlohmann::json& m, const char* key,
-                                       std::uint64_t def);
-std::optional<std::string> str_field(const nlohmann::json& m, const char* key,
-                                     const std::string& def);
+std::optional<std::uint64_t> u64_field(const nlohmann::json& m, const char* key, std::uint64_t def);
+std::optional<std::string> str_field(const nlohmann::json& m, const char* key, const std::string& def);
 
 nlohmann::json qp_to_json(const QpAddr& a);
 std::optional<QpAddr> qp_from_json(const nlohmann::json& j);
@@ -58,9 +56,8 @@ class RemotePeer final : public Peer {
   std::uint64_t staging_size() const override { return size_; }
   std::string fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
                    std::uint64_t key) override;
-  VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
-                       std::uint64_t key, const std::vector<KeyCandidate>& candidates,
-                       std::uint64_t region_size) override;
+  VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len, std::uint64_t key,
+                       const std::vector<KeyCandidate>& candidates, std::uint64_t region_size) override;
 
  private:
   std::optional<nlohmann::json> call(const nlohmann::json& req, std::string& err);

@@ -79,9 +79,9 @@ std::optional<json> LineSocket::recv(std::chrono::milliseconds timeout, std::str
     }
     int wait = -1;
     if (timeout.count() > 0) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      end - std::chrono::steady_clock::now())
-                      .count();
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now())
+              .count();
       if (left <= 0) {
         err = "timed out waiting for the peer";
         return std::nullopt;
@@ -103,8 +103,7 @@ std::optional<json> LineSocket::recv(std::chrono::milliseconds timeout, std::str
   }
 }
 
-bool parse_host_port(const std::string& s, std::string& host, std::uint16_t& port,
-                     std::string& err) {
+bool parse_host_port(const std::string& s, std::string& host, std::uint16_t& port, std::string& err) {
   port = kDefaultPort;
   std::string p;
   if (s.empty()) {
@@ -194,8 +193,8 @@ std::optional<LineSocket> tcp_connect(const std::string& host, std::uint16_t por
   return std::nullopt;
 }
 
-std::optional<LineSocket> tcp_listen(const std::string& bind, std::uint16_t port,
-                                     std::string& err, ListenFailure& why) {
+std::optional<LineSocket> tcp_listen(const std::string& bind, std::uint16_t port, std::string& err,
+                                     ListenFailure& why) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_family = AF_UNSPEC;

@@ -41,8 +41,7 @@ class LineSocket {
 };
 
 // "host", "host:port", "[v6]:port"
-bool parse_host_port(const std::string& s, std::string& host, std::uint16_t& port,
-                     std::string& err);
+bool parse_host_port(const std::string& s, std::string& host, std::uint16_t& port, std::string& err);
 std::optional<LineSocket> tcp_connect(const std::string& host, std::uint16_t port,
                                       std::chrono::milliseconds timeout, std::string& err);
 
@@ -51,8 +50,8 @@ std::optional<LineSocket> tcp_connect(const std::string& host, std::uint16_t por
 enum class ListenFailure { Resolve, Socket, Bind };
 // A listening socket on bind:port (bind "" = any, on an IPv6 dual-stack socket when there
 // is one), or nullopt with err and why set.
-std::optional<LineSocket> tcp_listen(const std::string& bind, std::uint16_t port,
-                                     std::string& err, ListenFailure& why);
+std::optional<LineSocket> tcp_listen(const std::string& bind, std::uint16_t port, std::string& err,
+                                     ListenFailure& why);
 // The next client of `listener`, or nullopt when none came within timeout_ms (-1: wait
 // forever).
 std::optional<LineSocket> tcp_accept(const LineSocket& listener, int timeout_ms);

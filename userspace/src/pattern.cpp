@@ -13,8 +13,7 @@ std::uint64_t mix64(std::uint64_t x) {
 }
 
 std::uint64_t pattern_key(std::uint64_t seed, std::uint32_t pass, Phase phase) {
-  return mix64(mix64(seed) ^ (static_cast<std::uint64_t>(pass) << 8) ^
-               static_cast<std::uint64_t>(phase));
+  return mix64(mix64(seed) ^ (static_cast<std::uint64_t>(pass) << 8) ^ static_cast<std::uint64_t>(phase));
 }
 
 std::uint64_t page_key(std::uint64_t key, std::uint64_t page) {
@@ -37,7 +36,8 @@ constexpr std::uint64_t kWordsPerPage = 512;
 // index from w0, the page's key, that word's w * kWordMul and the run's length; a run
 // that returns false ends the walk, which then returns false.
 template <class Run>
-[[gnu::always_inline]] inline bool walk_pages(std::uint64_t w0, std::uint64_t n, std::uint64_t key, Run&& run) {
+[[gnu::always_inline]] inline bool walk_pages(std::uint64_t w0, std::uint64_t n, std::uint64_t key,
+                                              Run&& run) {
   std::uint64_t w = w0;
   const std::uint64_t end = w0 + n;
   while (w < end) {
@@ -63,19 +63,19 @@ void fill_words(unsigned char* dst, std::uint64_t w0, std::uint64_t n, std::uint
 }
 
 // Returns true when words [w0, w0+n) in src all match.
-bool words_match(const unsigned char* src, std::uint64_t w0, std::uint64_t n,
-                 std::uint64_t key) {
-  return walk_pages(w0, n, key, [src](std::uint64_t first, std::uint64_t pk, std::uint64_t m, std::uint64_t cnt) {
-    const unsigned char* s = src + 8 * first;
-    std::uint64_t acc = 0;
-    for (std::uint64_t i = 0; i < cnt; ++i) {
-      std::uint64_t v;
-      std::memcpy(&v, s + 8 * i, 8);
-      acc |= v ^ (pk ^ m);
-      m += kWordMul;
-    }
-    return acc == 0;
-  });
+bool words_match(const unsigned char* src, std::uint64_t w0, std::uint64_t n, std::uint64_t key) {
+  return walk_pages(w0, n, key,
+                    [src](std::uint64_t first, std::uint64_t pk, std::uint64_t m, std::uint64_t cnt) {
+                      const unsigned char* s = src + 8 * first;
+                      std::uint64_t acc = 0;
+                      for (std::uint64_t i = 0; i < cnt; ++i) {
+                        std::uint64_t v;
+                        std::memcpy(&v, s + 8 * i, 8);
+                        acc |= v ^ (pk ^ m);
+                        m += kWordMul;
+                      }
+                      return acc == 0;
+                    });
 }
 }  // namespace
 
@@ -149,9 +149,8 @@ std::optional<Mismatch> pattern_verify(const void* srcv, std::uint64_t off, std:
   return m;
 }
 
-std::string explain_mismatch(const void* srcv, std::uint64_t region_off, std::size_t len,
-                             const Mismatch& m, std::uint64_t key,
-                             const std::vector<KeyCandidate>& candidates,
+std::string explain_mismatch(const void* srcv, std::uint64_t region_off, std::size_t len, const Mismatch& m,
+                             std::uint64_t key, const std::vector<KeyCandidate>& candidates,
                              std::uint64_t region_size) {
   const auto* src = static_cast<const unsigned char*>(srcv);
   std::uint64_t wo = (m.region_offset + 7) & ~std::uint64_t{7};  // first whole word
@@ -178,20 +177,18 @@ std::string explain_mismatch(const void* srcv, std::uint64_t region_off, std::si
   for (std::uint64_t pg = lo; pg < hi; ++pg) {
     std::uint64_t cw = pg * 512 + inpage;
     if (cw != w && pattern_word(key, cw) == actual)
-      return "data belonging to region offset " + std::to_string(cw * 8) +
-             " found (misplaced page)";
+      return "data belonging to region offset " + std::to_string(cw * 8) + " found (misplaced page)";
   }
   // Shifted within the page (wrong page offset / byte shift of a transfer).
   for (std::int64_t d = -512; d <= 512; ++d) {
     std::int64_t cw = static_cast<std::int64_t>(w) + d;
     if (d == 0 || cw < 0) continue;
     if (pattern_word(key, static_cast<std::uint64_t>(cw)) == actual)
-      return "data belonging to region offset " + std::to_string(cw * 8) +
-             " found (shifted transfer)";
+      return "data belonging to region offset " + std::to_string(cw * 8) + " found (shifted transfer)";
   }
   if (lo != 0 || hi != pages)
-    return "unrecognised data (searched pages " + std::to_string(lo) + "-" +
-           std::to_string(hi - 1) + " of " + std::to_string(pages) + " for a misplaced one)";
+    return "unrecognised data (searched pages " + std::to_string(lo) + "-" + std::to_string(hi - 1) + " of " +
+           std::to_string(pages) + " for a misplaced one)";
   return "unrecognised data";
 }
 

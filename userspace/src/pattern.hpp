@@ -33,14 +33,14 @@ struct Mismatch {
   std::uint64_t region_offset = 0;  // first differing byte, region coordinates
   std::uint8_t expected = 0;
   std::uint8_t actual = 0;
-  std::uint64_t bad_bytes = 0;      // differing bytes in the verified range (exact)
-  std::uint64_t first_bad_page = 0; // region_offset / 4096
+  std::uint64_t bad_bytes = 0;       // differing bytes in the verified range (exact)
+  std::uint64_t first_bad_page = 0;  // region_offset / 4096
   std::uint64_t last_bad_offset = 0;
 };
 
 // Compare src (holding region bytes [region_off, region_off+len)) with the pattern.
-std::optional<Mismatch> pattern_verify(const void* src, std::uint64_t region_off,
-                                       std::size_t len, std::uint64_t key);
+std::optional<Mismatch> pattern_verify(const void* src, std::uint64_t region_off, std::size_t len,
+                                       std::uint64_t key);
 
 // Best-effort explanation of what is found at a mismatching offset: "zero bytes (short or
 // missing transfer)", "data of region offset X (misplaced page)", "data of pass N (stale)".
@@ -54,9 +54,8 @@ struct KeyCandidate {
   std::uint64_t key;
   std::string label;  // e.g. "pass 1 write"
 };
-std::string explain_mismatch(const void* src, std::uint64_t region_off, std::size_t len,
-                             const Mismatch& m, std::uint64_t key,
-                             const std::vector<KeyCandidate>& candidates,
+std::string explain_mismatch(const void* src, std::uint64_t region_off, std::size_t len, const Mismatch& m,
+                             std::uint64_t key, const std::vector<KeyCandidate>& candidates,
                              std::uint64_t region_size);
 
 }  // namespace rxv

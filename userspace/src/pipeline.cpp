@@ -130,8 +130,7 @@ LoopResult run_pipeline(QueuePair& qp, const LoopSpec& s) {
     pending = s.wrs(i);
     have_pending = true;
   };
-  auto fail = [&](LoopFailure::Kind k, std::size_t transfer, std::uint64_t wr, int st,
-                  std::string text) {
+  auto fail = [&](LoopFailure::Kind k, std::size_t transfer, std::uint64_t wr, int st, std::string text) {
     f.kind = k;
     f.transfer = transfer;
     f.wr_id = wr;
@@ -215,8 +214,8 @@ LoopResult run_pipeline(QueuePair& qp, const LoopSpec& s) {
       for (const auto& c : comps) {
         if (c.status != 0) {
           auto it = std::lower_bound(last_wr.begin(), last_wr.begin() + static_cast<long>(next), c.wr_id);
-          fail(LoopFailure::Kind::Completion, static_cast<std::size_t>(it - last_wr.begin()),
-               c.wr_id, c.status, c.status_str);
+          fail(LoopFailure::Kind::Completion, static_cast<std::size_t>(it - last_wr.begin()), c.wr_id,
+               c.status, c.status_str);
           break;
         }
         done_wr = std::max(done_wr, c.wr_id);  // completions may arrive in any order in a batch
@@ -242,7 +241,8 @@ LoopResult run_pipeline(QueuePair& qp, const LoopSpec& s) {
       } else if (now - last_progress > s.deadline(in_flight_bytes)) {
         fail(LoopFailure::Kind::Timeout, completed, done_wr + 1, 0,
              "no completion within " +
-                 std::to_string(std::chrono::duration_cast<std::chrono::seconds>(s.deadline(in_flight_bytes)).count()) +
+                 std::to_string(
+                     std::chrono::duration_cast<std::chrono::seconds>(s.deadline(in_flight_bytes)).count()) +
                  " s");
         break;
       }
@@ -274,7 +274,8 @@ LoopResult run_pipeline(QueuePair& qp, const LoopSpec& s) {
   res.verified = checker.verified();
   res.wrs = posted;
   res.wall_seconds = secs(Clock::now() - t_start);
-  if (res.peak_Bps == 0 && res.wire_seconds > 0) res.peak_Bps = static_cast<double>(res.bytes) / res.wire_seconds;
+  if (res.peak_Bps == 0 && res.wire_seconds > 0)
+    res.peak_Bps = static_cast<double>(res.bytes) / res.wire_seconds;
   if (s.progress && res.verified != reported) s.progress(res.verified);
   return res;
 }
@@ -282,13 +283,26 @@ LoopResult run_pipeline(QueuePair& qp, const LoopSpec& s) {
 std::string describe(const LoopFailure& f) {
   std::string what;
   switch (f.kind) {
-    case LoopFailure::Kind::None: return "";
-    case LoopFailure::Kind::Post: what = "could not be posted"; break;
-    case LoopFailure::Kind::Completion: what = "completed with an error"; break;
-    case LoopFailure::Kind::Timeout: what = "did not complete"; break;
-    case LoopFailure::Kind::Poll: what = "could not be polled"; break;
-    case LoopFailure::Kind::Prepare: what = "could not be prepared"; break;
-    case LoopFailure::Kind::Check: what = "failed its data check"; break;
+    case LoopFailure::Kind::None:
+      return "";
+    case LoopFailure::Kind::Post:
+      what = "could not be posted";
+      break;
+    case LoopFailure::Kind::Completion:
+      what = "completed with an error";
+      break;
+    case LoopFailure::Kind::Timeout:
+      what = "did not complete";
+      break;
+    case LoopFailure::Kind::Poll:
+      what = "could not be polled";
+      break;
+    case LoopFailure::Kind::Prepare:
+      what = "could not be prepared";
+      break;
+    case LoopFailure::Kind::Check:
+      what = "failed its data check";
+      break;
   }
   std::string s = "transfer " + std::to_string(f.transfer);
   if (f.wr_id) s += " (wr_id " + std::to_string(f.wr_id) + ")";
@@ -296,8 +310,7 @@ std::string describe(const LoopFailure& f) {
   if (!f.status_str.empty()) s += ": " + f.status_str;
   s += "; " + std::to_string(f.completed_before) + " transfers completed (" +
        std::to_string(f.verified_before) + " verified) before it";
-  if (f.in_flight)
-    s += ", " + std::to_string(f.in_flight) + " work requests in flight were drained";
+  if (f.in_flight) s += ", " + std::to_string(f.in_flight) + " work requests in flight were drained";
   return s;
 }
 

@@ -45,8 +45,8 @@ struct LoopSpec {
   // Main thread, whenever the count of verified transfers grew (progress display).
   std::function<void(std::size_t verified)> progress;
   std::function<std::uint64_t(std::size_t)> bytes;  // payload of transfer i
-  unsigned depth = 128;  // WRs in flight
-  unsigned slots = 2;    // transfers posted and not yet verified
+  unsigned depth = 128;                             // WRs in flight
+  unsigned slots = 2;                               // transfers posted and not yet verified
   // No-progress limit while `in_flight_bytes` are outstanding.
   std::function<std::chrono::milliseconds(std::uint64_t in_flight_bytes)> deadline;
   bool threaded = true;  // false: check inline on the main thread (no overlap)
@@ -55,10 +55,10 @@ struct LoopSpec {
 struct LoopFailure {
   enum class Kind { None, Post, Completion, Timeout, Poll, Prepare, Check };
   Kind kind = Kind::None;
-  std::size_t transfer = 0;      // plan index of the failed transfer
-  std::uint64_t wr_id = 0;       // failed (or oldest outstanding) work request
+  std::size_t transfer = 0;  // plan index of the failed transfer
+  std::uint64_t wr_id = 0;   // failed (or oldest outstanding) work request
   int wc_status = 0;
-  std::string status_str;        // WC status text or error
+  std::string status_str;            // WC status text or error
   std::size_t completed_before = 0;  // transfers completed before the failure
   std::size_t verified_before = 0;   // of those, verified
   std::uint64_t in_flight = 0;       // WRs outstanding when it happened (then drained)
@@ -67,12 +67,12 @@ struct LoopFailure {
 
 struct LoopResult {
   LoopFailure failure;
-  std::uint64_t bytes = 0;     // completed payload
-  std::uint64_t wrs = 0;       // work requests posted
-  std::size_t verified = 0;    // transfers verified
-  double wire_seconds = 0;     // time with at least one WR in flight
-  double wall_seconds = 0;     // whole loop including fills and checks
-  double peak_Bps = 0;         // best completion rate over >= 50 ms windows
+  std::uint64_t bytes = 0;   // completed payload
+  std::uint64_t wrs = 0;     // work requests posted
+  std::size_t verified = 0;  // transfers verified
+  double wire_seconds = 0;   // time with at least one WR in flight
+  double wall_seconds = 0;   // whole loop including fills and checks
+  double peak_Bps = 0;       // best completion rate over >= 50 ms windows
   bool ok() const { return failure.kind == LoopFailure::Kind::None; }
 };
 

@@ -41,14 +41,12 @@ std::vector<Transfer> make_plan(const PlanParams& p) {
   const std::uint64_t size = p.size;
   const std::uint64_t mis = p.misalign % kPageSize;
   if (p.mode == Mode::Full) {
-    std::uint64_t chunk = std::min<std::uint64_t>({p.msg_size ? p.msg_size : kMaxMsgSize,
-                                                  kMaxMsgSize, size});
-    for (std::uint64_t o = 0; o < size; o += chunk)
-      out.push_back({o, std::min(chunk, size - o), "chunk"});
+    std::uint64_t chunk = std::min<std::uint64_t>({p.msg_size ? p.msg_size : kMaxMsgSize, kMaxMsgSize, size});
+    for (std::uint64_t o = 0; o < size; o += chunk) out.push_back({o, std::min(chunk, size - o), "chunk"});
     return out;
   }
-  const std::uint64_t cap = std::max<std::uint64_t>(
-      1, std::min<std::uint64_t>({p.max_transfer, kMaxMsgSize, size}));
+  const std::uint64_t cap =
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>({p.max_transfer, kMaxMsgSize, size}));
   auto add = [&](std::uint64_t off, std::uint64_t len, const char* kind) {
     if (off >= size) return;
     len = std::min({len, size - off, cap});
@@ -111,10 +109,8 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> coverage(const std::vector<
   std::sort(r.begin(), r.end());
   std::vector<std::pair<std::uint64_t, std::uint64_t>> m;
   for (const auto& iv : r) {
-    if (!m.empty() && iv.first <= m.back().second)
-      m.back().second = std::max(m.back().second, iv.second);
-    else
-      m.push_back(iv);
+    if (!m.empty() && iv.first <= m.back().second) m.back().second = std::max(m.back().second, iv.second);
+    else m.push_back(iv);
   }
   return m;
 }

@@ -36,10 +36,10 @@ struct Transfer {
 };
 
 struct PlanParams {
-  std::uint64_t size = 0;          // region bytes
-  std::uint64_t misalign = 0;      // region start offset inside its first page (0..4095)
+  std::uint64_t size = 0;      // region bytes
+  std::uint64_t misalign = 0;  // region start offset inside its first page (0..4095)
   Mode mode = Mode::Sampled;
-  std::uint64_t msg_size = 64ull << 20;  // full mode chunk (capped at 2 GiB)
+  std::uint64_t msg_size = 64ull << 20;     // full mode chunk (capped at 2 GiB)
   std::uint64_t max_transfer = 1ull << 20;  // staging capacity for sampled transfers
   std::uint64_t seed = 1;
   std::uint32_t pass = 0;

@@ -107,8 +107,7 @@ std::optional<MemlockLimit> parse_memlock(std::string_view text) {
       }
       return parse_u64(s, v);
     };
-    if (!one(w[0], m.soft_unlimited, m.soft) || !one(w[1], m.hard_unlimited, m.hard))
-      return std::nullopt;
+    if (!one(w[0], m.soft_unlimited, m.soft) || !one(w[1], m.hard_unlimited, m.hard)) return std::nullopt;
     return m;
   }
   return std::nullopt;
@@ -166,8 +165,7 @@ bool GidEntry::is_zero() const {
 }
 bool GidEntry::is_ipv4_mapped() const {
   std::string h = hexdigits(gid);
-  return h.size() == 32 && h.compare(0, 20, "00000000000000000000") == 0 &&
-         h.compare(20, 4, "ffff") == 0;
+  return h.size() == 32 && h.compare(0, 20, "00000000000000000000") == 0 && h.compare(20, 4, "ffff") == 0;
 }
 bool GidEntry::is_link_local() const {
   std::string h = hexdigits(gid);
@@ -201,7 +199,8 @@ std::optional<KvfixBuildStatus> parse_kvfix_status(std::string_view text) {
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t nl = text.find('\n', pos);
-    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    std::string_view line =
+        text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     std::size_t eq = line.find('=');
     if (eq == std::string_view::npos) continue;

@@ -9,8 +9,11 @@ namespace rxv {
 bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
 
 Progress::Progress(bool enabled, std::string label, std::uint64_t total)
-    : enabled_(enabled), label_(std::move(label)), total_(total),
-      start_(std::chrono::steady_clock::now()), last_(start_) {}
+    : enabled_(enabled),
+      label_(std::move(label)),
+      total_(total),
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
 
 Progress::~Progress() {
   if (drawn_) std::fprintf(stderr, "\r\033[K");

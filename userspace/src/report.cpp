@@ -9,13 +9,20 @@ namespace rxv {
 
 std::string to_string(Verdict v) {
   switch (v) {
-    case Verdict::Pass: return "pass";
-    case Verdict::Fail: return "fail";
-    case Verdict::Skip: return "skip";
-    case Verdict::NotReady: return "not_ready";
-    case Verdict::Ready: return "ready";
-    case Verdict::Complete: return "complete";
-    case Verdict::BudgetExhausted: return "budget_exhausted";
+    case Verdict::Pass:
+      return "pass";
+    case Verdict::Fail:
+      return "fail";
+    case Verdict::Skip:
+      return "skip";
+    case Verdict::NotReady:
+      return "not_ready";
+    case Verdict::Ready:
+      return "ready";
+    case Verdict::Complete:
+      return "complete";
+    case Verdict::BudgetExhausted:
+      return "budget_exhausted";
   }
   return "fail";
 }
@@ -24,9 +31,12 @@ void to_json(nlohmann::json& j, Verdict v) { j = to_string(v); }
 
 std::string to_string(SizeOutcome o) {
   switch (o) {
-    case SizeOutcome::Pass: return "pass";
-    case SizeOutcome::Fail: return "fail";
-    case SizeOutcome::Skip: return "skip";
+    case SizeOutcome::Pass:
+      return "pass";
+    case SizeOutcome::Fail:
+      return "fail";
+    case SizeOutcome::Skip:
+      return "skip";
   }
   return "fail";
 }
@@ -42,10 +52,14 @@ int exit_code(Verdict v) {
     case Verdict::Pass:
     case Verdict::Ready:
     case Verdict::Complete:
-    case Verdict::BudgetExhausted: return kExitPass;
-    case Verdict::Fail: return kExitFail;
-    case Verdict::NotReady: return kExitNotReady;
-    case Verdict::Skip: return kExitSkip;
+    case Verdict::BudgetExhausted:
+      return kExitPass;
+    case Verdict::Fail:
+      return kExitFail;
+    case Verdict::NotReady:
+      return kExitNotReady;
+    case Verdict::Skip:
+      return kExitSkip;
   }
   return kExitFail;
 }
@@ -117,9 +131,9 @@ nlohmann::json to_json(const SizeResult& s) {
                       {"mismatch", nullptr}};
   if (s.diagnosis) j["diagnosis"] = to_json(*s.diagnosis);
   if (s.mismatch)
-    j["mismatch"] = {{"offset", s.mismatch->offset},     {"page", s.mismatch->page},
-                     {"expected", s.mismatch->expected}, {"actual", s.mismatch->actual},
-                     {"bad_bytes", s.mismatch->bad_bytes}, {"direction", s.mismatch->direction},
+    j["mismatch"] = {{"offset", s.mismatch->offset},          {"page", s.mismatch->page},
+                     {"expected", s.mismatch->expected},      {"actual", s.mismatch->actual},
+                     {"bad_bytes", s.mismatch->bad_bytes},    {"direction", s.mismatch->direction},
                      {"explanation", s.mismatch->explanation}};
   return j;
 }
@@ -146,17 +160,16 @@ nlohmann::json to_json(const WaitPolicy& w) {
 
 nlohmann::json to_json(const RunReport& r) {
   nlohmann::json j = json_envelope(r.command);
-  j.update({
-      {"device", r.device.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.device)},
-      {"module", to_json(r.module)},
-      {"kernel", r.kernel},
-      {"transport", r.transport},
-      {"gid_index", r.gid_index},
-      {"seed", r.seed},
-      {"completion_wait", to_json(r.completion_wait)},
-      {"results", nlohmann::json::array()},
-      {"error", nullptr},
-      {"verdict", r.verdict}});
+  j.update({{"device", r.device.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.device)},
+            {"module", to_json(r.module)},
+            {"kernel", r.kernel},
+            {"transport", r.transport},
+            {"gid_index", r.gid_index},
+            {"seed", r.seed},
+            {"completion_wait", to_json(r.completion_wait)},
+            {"results", nlohmann::json::array()},
+            {"error", nullptr},
+            {"verdict", r.verdict}});
   for (const auto& s : r.results) j["results"].push_back(to_json(s));
   if (r.error) j["error"] = to_json(*r.error);
   return j;
@@ -172,8 +185,8 @@ std::string format_seconds(double s) {
 
 std::string to_table(const RunReport& r, bool gbits) {
   std::ostringstream o;
-  o << "rxe-verify " << kToolVersion << "  kernel " << r.kernel << "  module rdma_rxe: "
-    << to_string(r.module.flavor);
+  o << "rxe-verify " << kToolVersion << "  kernel " << r.kernel
+    << "  module rdma_rxe: " << to_string(r.module.flavor);
   if (!r.module.version.empty()) o << " (" << r.module.version << ")";
   o << "\n";
   if (!r.device.empty())
@@ -183,9 +196,8 @@ std::string to_table(const RunReport& r, bool gbits) {
   }
   if (!r.results.empty()) {
     char line[512];
-    std::snprintf(line, sizeof line, "%-16s %9s %11s %5s %10s %11s %11s %10s  %s\n", "size",
-                  "pages", "metadata", "order", "reg", "write MB/s", "read MB/s", "verified",
-                  "result");
+    std::snprintf(line, sizeof line, "%-16s %9s %11s %5s %10s %11s %11s %10s  %s\n", "size", "pages",
+                  "metadata", "order", "reg", "write MB/s", "read MB/s", "verified", "result");
     o << "\n" << line;
     for (const auto& s : r.results) {
       std::string sz = format_size(s.size);
@@ -196,16 +208,17 @@ std::string to_table(const RunReport& r, bool gbits) {
       if (s.read.seconds > 0) std::snprintf(rd, sizeof rd, "%.1f", s.read.mbps());
       std::string reg = s.registered ? format_seconds(s.reg_seconds)
                                      : (s.reg_errno ? "errno " + std::to_string(s.reg_errno) : "-");
-      std::snprintf(line, sizeof line, "%-16s %9llu %11s %5d %10s %11s %11s %10s  %s\n",
-                    sz.c_str(), static_cast<unsigned long long>(s.pages),
-                    format_size(s.metadata_bytes).c_str(), s.metadata_order, reg.c_str(), w, rd,
-                    format_size(s.verified_bytes).c_str(), to_string(s.result).c_str());
+      std::snprintf(line, sizeof line, "%-16s %9llu %11s %5d %10s %11s %11s %10s  %s\n", sz.c_str(),
+                    static_cast<unsigned long long>(s.pages), format_size(s.metadata_bytes).c_str(),
+                    s.metadata_order, reg.c_str(), w, rd, format_size(s.verified_bytes).c_str(),
+                    to_string(s.result).c_str());
       o << line;
     }
     for (const auto& s : r.results) {
       if (!s.diagnosis) continue;
-      o << "\n" << format_size(s.size) << (s.offset ? " @+" + std::to_string(s.offset) : "")
-        << ": " << to_string(s.result) << " [" << s.diagnosis->cause << "]\n  " << s.diagnosis->summary
+      o << "\n"
+        << format_size(s.size) << (s.offset ? " @+" + std::to_string(s.offset) : "") << ": "
+        << to_string(s.result) << " [" << s.diagnosis->cause << "]\n  " << s.diagnosis->summary
         << "\n  remedy: " << s.diagnosis->remedy << "\n";
     }
   }

@@ -99,7 +99,7 @@ struct RunReport {
   std::uint64_t seed = 0;
   WaitPolicy completion_wait;  // how the QPs waited for completions
   std::vector<SizeResult> results;
-  std::optional<Diagnosis> error;  // environment failure before any size ran
+  std::optional<Diagnosis> error;   // environment failure before any size ran
   Verdict verdict = Verdict::Skip;  // pass | fail | skip | not_ready
 };
 

@@ -45,11 +45,21 @@ SizeParse parse_term(std::string_view raw) {
   std::string rest;
   if (!suf.empty()) {
     switch (suf[0]) {
-      case 'K': shift = 10; break;
-      case 'M': shift = 20; break;
-      case 'G': shift = 30; break;
-      case 'T': shift = 40; break;
-      case 'B': shift = 0; break;
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      case 'T':
+        shift = 40;
+        break;
+      case 'B':
+        shift = 0;
+        break;
       default:
         r.error = "size '" + t + "' has an unknown suffix '" + t.substr(i) +
                   "' (use K, M, G or T, optionally followed by iB)";
@@ -107,8 +117,8 @@ SizeListParse parse_size_list(std::string_view text) {
   std::size_t start = 0;
   while (true) {
     std::size_t comma = text.find(',', start);
-    std::string_view part = text.substr(
-        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view part =
+        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     SizeParse p = parse_size(part);
     if (!p.value) {
       r.error = p.error;

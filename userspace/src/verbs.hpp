@@ -16,8 +16,8 @@ namespace rxv {
 
 struct PortInfo {
   bool active = false;
-  int state = 0;        // enum ibv_port_state
-  int active_mtu = 3;   // enum ibv_mtu (3 = 1024)
+  int state = 0;       // enum ibv_port_state
+  int active_mtu = 3;  // enum ibv_mtu (3 = 1024)
   std::uint32_t max_msg_sz = 0;
   std::string state_str;
 };
@@ -74,8 +74,8 @@ struct RegResult {
 
 struct QpParams {
   int gid_index = 0;
-  int timeout = 19;   // 4.096 us * 2^19 ~ 2.1 s per try
-  int retry_cnt = 7;  // 8 tries ~ 17 s before IBV_WC_RETRY_EXC_ERR
+  int timeout = 19;         // 4.096 us * 2^19 ~ 2.1 s per try
+  int retry_cnt = 7;        // 8 tries ~ 17 s before IBV_WC_RETRY_EXC_ERR
   unsigned tx_depth = 128;  // max_send_wr (and the CQ is sized for it)
   // How poll() waits once the CQ is empty (completion_wait.hpp): spin for a bounded
   // time, then sleep on the completion channel (default); spin only; or sleep at once.

@@ -48,8 +48,8 @@ class IbvDevice;
 
 class IbvQp final : public QueuePair {
  public:
-  IbvQp(ibv_context* ctx, ibv_pd* pd, const QpParams& p, const PortInfo& port,
-        const DeviceCaps& caps, std::string& err)
+  IbvQp(ibv_context* ctx, ibv_pd* pd, const QpParams& p, const PortInfo& port, const DeviceCaps& caps,
+        std::string& err)
       : ctx_(ctx), params_(p), port_(port), caps_(caps), waiter_(p.wait, waiter_hooks()) {
     channel_.reset(ibv_create_comp_channel(ctx));
     if (!channel_) {
@@ -122,9 +122,8 @@ class IbvQp final : public QueuePair {
     a.ah_attr.grh.hop_limit = 64;
     a.ah_attr.port_num = 1;
     if (int e = ibv_modify_qp(qp_.get(), &a,
-                              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                  IBV_QP_MIN_RNR_TIMER))
+                              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
       return std::string("ibv_modify_qp(RTR): ") + std::strerror(e);
     a = {};
     a.qp_state = IBV_QPS_RTS;
@@ -135,8 +134,8 @@ class IbvQp final : public QueuePair {
     rd_atomic_ = static_cast<unsigned>(std::clamp(caps_.max_qp_rd_atom, 1, 16));
     a.max_rd_atomic = static_cast<std::uint8_t>(rd_atomic_);
     if (int e = ibv_modify_qp(qp_.get(), &a,
-                              IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+                              IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
       return std::string("ibv_modify_qp(RTS): ") + std::strerror(e);
     return "";
   }

@@ -47,8 +47,8 @@ struct RunCommandConfig {
   long long iters = -1;     // -n/--iters: -1 not given, else at least 1
   double duration = 0;      // -D/--duration seconds, 0 = not timed
   bool report_gbits = false;
-  bool busy_poll = false;   // --busy-poll: poll the CQ without sleeping
-  bool no_spin = false;     // --no-spin: sleep as soon as the CQ is empty
+  bool busy_poll = false;  // --busy-poll: poll the CQ without sleeping
+  bool no_spin = false;    // --no-spin: sleep as soon as the CQ is empty
   // the default (adaptive) mode's spin before sleeping, as a parameter of the library
   // call; --spin USEC, when given (spin_option, its text as typed), takes its place
   std::chrono::microseconds spin = kDefaultSpin;
@@ -94,9 +94,8 @@ Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host
 
 // Device choice (pure): the requested name must exist; otherwise the first rxe device.
 // Returns the name, or "" with err and exit code (2 unknown name, 3 none).
-std::string choose_device(const std::vector<IbDevice>& sysfs_devs,
-                          const std::vector<std::string>& verbs_devs, const std::string& wanted,
-                          std::string& err, int& code);
+std::string choose_device(const std::vector<IbDevice>& sysfs_devs, const std::vector<std::string>& verbs_devs,
+                          const std::string& wanted, std::string& err, int& code);
 
 // -g/--gid-index against the device's GID table (non-zero entries from sysfs): false with
 // err naming the valid indexes. An unreadable (empty) table is accepted.

@@ -56,7 +56,8 @@ Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host
   if (!o.json)
     std::fprintf(stderr, "rxe-verify: churn %s x %u%s ...\n", format_size(cfg.size).c_str(), cfg.count,
                  cfg.traffic ? " with traffic" : "");
-  ChurnReport r = run_churn(*dev, lb.qa.get(), lb.peer.get(), cfg, dctx, [&host] { return host.kernel_memory(); });
+  ChurnReport r =
+      run_churn(*dev, lb.qa.get(), lb.peer.get(), cfg, dctx, [&host] { return host.kernel_memory(); });
   r.kernel = rep.kernel;
   r.module = rep.module;
   r.device = rep.device;
@@ -68,6 +69,5 @@ Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host
                              r.failed_stage + " failed [" + r.failure->cause + "]: " + r.failure->summary);
   return reported(rc, to_json(r), to_text(r));
 }
-
 
 }  // namespace rxv

@@ -54,26 +54,25 @@ void check_gid_option(bool given, int gid_index) {
           " is negative; use an index listed by `rxe-verify doctor` (or leave it out)");
 }
 
-void check_ram(HostEnv& host, const std::string& what, std::uint64_t requested,
-               std::uint64_t bytes, bool force) {
-  MemFit f = check_memory_fit(what, requested, bytes,
-                              parse_meminfo(host.read("/proc/meminfo").value_or("")), force);
+void check_ram(HostEnv& host, const std::string& what, std::uint64_t requested, std::uint64_t bytes,
+               bool force) {
+  MemFit f =
+      check_memory_fit(what, requested, bytes, parse_meminfo(host.read("/proc/meminfo").value_or("")), force);
   if (f.code == kExitUsage) usage(f.error);
   if (f.code) throw NotReadyError{f.error};
 }
 
 std::uint64_t seed_or_random(std::uint64_t seed) {
   return seed ? seed
-              : static_cast<std::uint64_t>(
-                    std::chrono::steady_clock::now().time_since_epoch().count()) | 1;
+              : static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) | 1;
 }
 
 void print_error(const std::string& cmd, const std::string& msg) {
   std::fprintf(stderr, "rxe-verify %s: error: %s\n", cmd.c_str(), msg.c_str());
 }
 
-DeviceChoice resolve_device(Provider& prov, HostEnv& host, const std::string& wanted,
-                            int gid_opt, std::string& err, int& code) {
+DeviceChoice resolve_device(Provider& prov, HostEnv& host, const std::string& wanted, int gid_opt,
+                            std::string& err, int& code) {
   DeviceChoice c;
   auto sys = host.ib_devices();
   auto verbs = prov.list_devices();
@@ -138,9 +137,8 @@ std::string connect_qp_pair(Device& dev, const QpParams& p, std::unique_ptr<Queu
   return "";
 }
 
-std::optional<SetupFailure> setup_loopback(Device& dev, const QpParams& p,
-                                           std::uint64_t staging, const DiagContext& dctx,
-                                           Loopback& lb) {
+std::optional<SetupFailure> setup_loopback(Device& dev, const QpParams& p, std::uint64_t staging,
+                                           const DiagContext& dctx, Loopback& lb) {
   if (auto e = connect_qp_pair(dev, p, lb.qa, lb.qb); !e.empty())
     return SetupFailure{cause::kUnknown, e, "", kExitNotReady};
   lb.peer = std::make_unique<LocalPeer>(dev, staging);
@@ -170,8 +168,8 @@ bool check_gid_index(const IbDevice& dev, int index, std::string& err) {
 bool check_peer_host(const std::string& host, std::string& err) {
   bool ok = !host.empty() && host.size() <= 253;
   for (char ch : host)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_' ||
-          ch == ':' || ch == '%'))
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_' || ch == ':' ||
+          ch == '%'))
       ok = false;
   // a ':' in the host part means an IPv6 address (written without brackets and port)
   if (ok && host.find(':') != std::string::npos) {
@@ -207,7 +205,9 @@ std::string choose_device(const std::vector<IbDevice>& sys, const std::vector<st
     if (d.rxe && in_verbs(d.name)) return d.name;
   for (const auto& v : verbs)
     if (v.rfind("rxe", 0) == 0) return v;
-  err = "no rxe device found (load rdma_rxe and run `rdma link add rxe0 type rxe netdev <netdev>`, or name one with --device)";
+  err =
+      "no rxe device found (load rdma_rxe and run `rdma link add rxe0 type rxe netdev <netdev>`, or name one "
+      "with --device)";
   code = kExitNotReady;
   return "";
 }
@@ -224,16 +224,14 @@ std::uint64_t run_pinned_bytes(std::uint64_t offset, std::uint64_t largest, unsi
   return region + std::max<std::uint64_t>(2ull << 20, span_pages(0, staging) * kPageSize);
 }
 
-std::optional<SetupFailure> memlock_preflight(HostEnv& host, std::uint64_t need,
-                                              const std::string& what) {
+std::optional<SetupFailure> memlock_preflight(HostEnv& host, std::uint64_t need, const std::string& what) {
   HostSnapshot h = snapshot(host);
   if (memlock_allows(h.limits, h.cap_eff, need)) return std::nullopt;
   auto ml = parse_memlock(h.limits);
   const std::string now = ml ? std::to_string(ml->soft / 1024) + " KiB" : std::string("?");
   return SetupFailure{cause::kMemlock,
-                      "RLIMIT_MEMLOCK is " + now + ", below the " +
-                          std::to_string((need + 1023) / 1024) + " KiB this run pins (" + what +
-                          ") and the process lacks CAP_IPC_LOCK",
+                      "RLIMIT_MEMLOCK is " + now + ", below the " + std::to_string((need + 1023) / 1024) +
+                          " KiB this run pins (" + what + ") and the process lacks CAP_IPC_LOCK",
                       memlock_remedy(need), kExitNotReady};
 }
 
@@ -257,8 +255,7 @@ std::string uverbs_node_denied(const std::string& device) {
   return errno == EACCES || errno == EPERM ? found : "";
 }
 
-SetupFailure open_failure(const std::string& device, const std::string& err,
-                          const std::string& denied_node) {
+SetupFailure open_failure(const std::string& device, const std::string& err, const std::string& denied_node) {
   bool denied = !denied_node.empty();
   for (int e : {EACCES, EPERM})
     if (err.find(std::strerror(e)) != std::string::npos) denied = true;
@@ -273,8 +270,7 @@ SetupFailure open_failure(const std::string& device, const std::string& err,
             "rules or groups), or run as a user that has it",
             kExitNotReady};
   return {cause::kNoDevice, err,
-          "load ib_uverbs and rdma_rxe and check that `rdma link show` lists " + device,
-          kExitNotReady};
+          "load ib_uverbs and rdma_rxe and check that `rdma link show` lists " + device, kExitNotReady};
 }
 
 }  // namespace rxv

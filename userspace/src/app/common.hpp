@@ -22,8 +22,8 @@ std::uint64_t need_offset(const std::string& text);
 // -g/--gid-index given on the command line must be an index, not the "default" sentinel.
 void check_gid_option(bool given, int gid_index);
 // Beyond MemTotal: usage error (2); beyond MemAvailable: not ready (3). Both unless force.
-void check_ram(HostEnv& host, const std::string& what, std::uint64_t requested,
-               std::uint64_t bytes, bool force);
+void check_ram(HostEnv& host, const std::string& what, std::uint64_t requested, std::uint64_t bytes,
+               bool force);
 std::uint64_t mem_total(HostEnv& host);
 // A random odd seed unless one was given.
 std::uint64_t seed_or_random(std::uint64_t seed);
@@ -35,8 +35,8 @@ struct DeviceChoice {
   int gid_index = -1;
   IbDevice info;
 };
-DeviceChoice resolve_device(Provider& prov, HostEnv& host, const std::string& wanted,
-                            int gid_opt, std::string& err, int& code);
+DeviceChoice resolve_device(Provider& prov, HostEnv& host, const std::string& wanted, int gid_opt,
+                            std::string& err, int& code);
 
 DiagContext make_diag_context(HostEnv& host, std::optional<bool> port_active, bool two_host,
                               const ModuleIdentity& module);
@@ -86,8 +86,7 @@ struct Loopback {
 // is) and the remedies, when RLIMIT_MEMLOCK is below it without CAP_IPC_LOCK.
 std::uint64_t run_pinned_bytes(std::uint64_t offset, std::uint64_t largest, unsigned split,
                                std::uint64_t staging);
-std::optional<SetupFailure> memlock_preflight(HostEnv& host, std::uint64_t need,
-                                              const std::string& what);
+std::optional<SetupFailure> memlock_preflight(HostEnv& host, std::uint64_t need, const std::string& what);
 
 // The device did not open: access to its /dev/infiniband/uverbs* node denied
 // (`denied_node` names it, or err says EACCES/EPERM: device_access) or anything else
@@ -100,8 +99,7 @@ SetupFailure open_failure(const std::string& device, const std::string& err,
 std::string uverbs_node_denied(const std::string& device);
 
 // A staging buffer that does not register is a memlock problem (3) or a failure (1).
-std::optional<SetupFailure> setup_loopback(Device& dev, const QpParams& p,
-                                           std::uint64_t staging, const DiagContext& dctx,
-                                           Loopback& lb);
+std::optional<SetupFailure> setup_loopback(Device& dev, const QpParams& p, std::uint64_t staging,
+                                           const DiagContext& dctx, Loopback& lb);
 
 }  // namespace rxv

@@ -46,8 +46,8 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
   j["device"] = dc.name;
   auto dev = prov.open(dc.name, err);
   if (!dev) {
-    print_error("probe", err + "; load ib_uverbs and rdma_rxe and check that `rdma link show` lists " +
-                             dc.name);
+    print_error("probe",
+                err + "; load ib_uverbs and rdma_rxe and check that `rdma link show` lists " + dc.name);
     out.exit = kExitNotReady;
     return out;
   }
@@ -61,9 +61,7 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
   unsigned char* base = buf.data() + offset;
   DiagContext dctx = make_diag_context(host, dev->port().active, false, mod);
   auto t0 = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   json attempts = json::array();
   std::optional<Diagnosis> fail_diag;
   bool env_stop = false;
@@ -74,14 +72,18 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - a0).count();
     bool ok = r.mr != nullptr;
     r.mr.reset();
-    attempts.push_back({{"size", sz}, {"pages", md.pages}, {"metadata_bytes", md.bytes},
-                        {"metadata_order", md.order}, {"registered", ok}, {"reg_errno", r.err},
+    attempts.push_back({{"size", sz},
+                        {"pages", md.pages},
+                        {"metadata_bytes", md.bytes},
+                        {"metadata_order", md.order},
+                        {"registered", ok},
+                        {"reg_errno", r.err},
                         {"reg_seconds", s}});
     if (!o.json)
-      std::fprintf(stderr, "  %-12s pages %-8llu metadata %-10s order %-2d  %s\n",
-                   format_size(sz).c_str(), static_cast<unsigned long long>(md.pages),
-                   format_size(md.bytes).c_str(), md.order,
-                   ok ? ("ok " + format_seconds(s)).c_str() : ("FAILED errno " + std::to_string(r.err)).c_str());
+      std::fprintf(
+          stderr, "  %-12s pages %-8llu metadata %-10s order %-2d  %s\n", format_size(sz).c_str(),
+          static_cast<unsigned long long>(md.pages), format_size(md.bytes).c_str(), md.order,
+          ok ? ("ok " + format_seconds(s)).c_str() : ("FAILED errno " + std::to_string(r.err)).c_str());
     if (!ok) {
       DiagInput in = dctx();
       in.stage = Stage::Register;
@@ -122,9 +124,14 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
       complete = true;
     }
   }
-  json pj = {{"max", max}, {"min", min}, {"granularity", gran}, {"offset", offset},
-             {"budget_seconds", o.budget}, {"elapsed_seconds", elapsed()},
-             {"attempts", attempts}, {"complete", complete && !env_stop}};
+  json pj = {{"max", max},
+             {"min", min},
+             {"granularity", gran},
+             {"offset", offset},
+             {"budget_seconds", o.budget},
+             {"elapsed_seconds", elapsed()},
+             {"attempts", attempts},
+             {"complete", complete && !env_stop}};
   auto md_json = [&](std::optional<std::uint64_t> v) -> json {
     if (!v) return nullptr;
     auto md = rxe_metadata(offset, *v);
@@ -137,8 +144,8 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
   int lf = largest_free_order(zones);
   pj["stock_rxe_max_mr_now"] = lf >= 0 ? json(stock_mr_limit_for_order(lf)) : json(nullptr);
   j["probe"] = pj;
-  const Verdict verdict = env_stop ? Verdict::NotReady
-                                   : (complete ? Verdict::Complete : Verdict::BudgetExhausted);
+  const Verdict verdict =
+      env_stop ? Verdict::NotReady : (complete ? Verdict::Complete : Verdict::BudgetExhausted);
   j["verdict"] = verdict;
   std::ostringstream txt;
   {
@@ -146,22 +153,22 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
     if (lo_ok && !hi_fail) txt << "every size up to --max " << format_size(max) << " registered\n";
     if (lo_ok && hi_fail) {
       auto a = rxe_metadata(offset, *lo_ok), b = rxe_metadata(offset, *hi_fail);
-      txt << "boundary: " << format_size(*lo_ok) << " registers (" << a.pages << " pages x 16 B = "
-                << format_size(a.bytes) << ", order " << a.order << "), " << format_size(*hi_fail)
-                << " fails (" << b.pages << " pages x 16 B = " << format_size(b.bytes) << ", order "
-                << b.order << ")" << (complete ? "" : " [budget exhausted: not narrowed to the granularity]") << "\n";
+      txt << "boundary: " << format_size(*lo_ok) << " registers (" << a.pages
+          << " pages x 16 B = " << format_size(a.bytes) << ", order " << a.order << "), "
+          << format_size(*hi_fail) << " fails (" << b.pages << " pages x 16 B = " << format_size(b.bytes)
+          << ", order " << b.order << ")"
+          << (complete ? "" : " [budget exhausted: not narrowed to the granularity]") << "\n";
     }
     if (!lo_ok && hi_fail) txt << "even --min " << format_size(*hi_fail) << " fails\n";
     if (fail_diag && hi_fail)
-      txt << "diagnosis [" << fail_diag->cause << "]: " << fail_diag->summary << "\n  remedy: "
-                << fail_diag->remedy << "\n";
+      txt << "diagnosis [" << fail_diag->cause << "]: " << fail_diag->summary
+          << "\n  remedy: " << fail_diag->remedy << "\n";
     if (lf >= 0)
       txt << "largest free block now: order " << lf << " => a stock rxe could register at most "
-                << format_size(stock_mr_limit_for_order(lf)) << " per MR\n";
+          << format_size(stock_mr_limit_for_order(lf)) << " per MR\n";
     txt << "verdict: " << to_string(verdict) << "\n";
   }
   return reported(exit_code(verdict), std::move(j), txt.str());
 }
-
 
 }  // namespace rxv

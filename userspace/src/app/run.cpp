@@ -19,8 +19,9 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   const std::string& peer_host = ro.peer_host;
   const std::uint16_t port = ro.port;
   if (cfg.two_host && o.connect_short)
-    std::fprintf(stderr, "rxe-verify run: note: -c is deprecated (perftest's -c is the "
-                         "connection type); use --connect\n");
+    std::fprintf(stderr,
+                 "rxe-verify run: note: -c is deprecated (perftest's -c is the "
+                 "connection type); use --connect\n");
 
   RunReport rep;
   rep.kernel = host.kernel();
@@ -56,8 +57,9 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   // the whole run's memlock need up front: the staging buffer alone would pass at 8 MiB
   // and the region fail next, and the advice must name what the run pins, not one buffer
   const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
-  if (auto f = memlock_preflight(host, run_pinned_bytes(cfg.offset, largest, cfg.split, staging_bytes_for(cfg)),
-                                 "the " + format_size(largest) + " region and the staging buffer"))
+  if (auto f =
+          memlock_preflight(host, run_pinned_bytes(cfg.offset, largest, cfg.split, staging_bytes_for(cfg)),
+                            "the " + format_size(largest) + " region and the staging buffer"))
     return env_fail(*f);
   Loopback lb;
   std::unique_ptr<QueuePair>& qa = lb.qa;
@@ -77,13 +79,14 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
                        "start `rxe-verify serve` on " + peer_host + " and check that TCP port " +
                            std::to_string(port) + " is reachable",
                        kExitNotReady});
-    sock->send({{"op", "hello"}, {"version", kProtocolVersion}, {"qp", qp_to_json(qa->local_addr())},
+    sock->send({{"op", "hello"},
+                {"version", kProtocolVersion},
+                {"qp", qp_to_json(qa->local_addr())},
                 {"staging", staging}});
     auto hr = sock->recv(std::chrono::seconds(60), err);
     if (!hr) return fail(cause::kNetwork, "no answer from the server: " + err);
     ServerHello sh;
-    if (!parse_hello_reply(*hr, sh, err))
-      return fail(cause::kUnknown, err);
+    if (!parse_hello_reply(*hr, sh, err)) return fail(cause::kUnknown, err);
     if (auto e = qa->connect(sh.qp); !e.empty()) return fail(cause::kUnknown, e);
     rpeer = std::make_unique<RemotePeer>(*sock, sh.staging_addr, sh.staging_rkey, sh.staging_size,
                                          std::chrono::seconds(120));

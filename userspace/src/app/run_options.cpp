@@ -22,8 +22,8 @@ bool parse_spin_us(const std::string& text, std::chrono::microseconds& out, std:
   const std::string digits = text.substr(std::min(text.find_first_not_of('0'), text.size() - 1));
   const std::string max = std::to_string(kMaxSpin.count());
   if (digits.size() > max.size() || (digits.size() == max.size() && digits > max)) {
-    err = text + " us is beyond the longest spin, " + max + " us (1 s); use at most --spin " +
-          max + ", or --busy-poll to spin without a bound";
+    err = text + " us is beyond the longest spin, " + max + " us (1 s); use at most --spin " + max +
+          ", or --busy-poll to spin without a bound";
     return false;
   }
   out = std::chrono::microseconds(std::stoll(digits));
@@ -59,12 +59,14 @@ RunOptions validate_run_options(const RunCommandConfig& o, HostEnv& host) {
   if (o.tx_depth < 1 || o.tx_depth > 8192) usage("--tx-depth: must be 1 to 8192 work requests");
   cfg.tx_depth = o.tx_depth;
   if (o.busy_poll && o.no_spin)
-    usage("--busy-poll and --no-spin: pick one (spin only, or sleep at once; neither: spin "
-          "briefly, then sleep)");
+    usage(
+        "--busy-poll and --no-spin: pick one (spin only, or sleep at once; neither: spin "
+        "briefly, then sleep)");
   const bool spin_given = o.spin_option.has_value();
   if (spin_given && o.busy_poll)
-    usage("--spin and --busy-poll: pick one (--busy-poll spins without a bound; --spin USEC "
-          "spins that long, then sleeps)");
+    usage(
+        "--spin and --busy-poll: pick one (--busy-poll spins without a bound; --spin USEC "
+        "spins that long, then sleeps)");
   if (spin_given && o.no_spin)
     usage("--spin and --no-spin: pick one (--no-spin sleeps at once, as --spin 0 does)");
   r.wait.mode = o.busy_poll ? WaitMode::BusyPoll : o.no_spin ? WaitMode::Event : WaitMode::Adaptive;
@@ -80,8 +82,7 @@ RunOptions validate_run_options(const RunCommandConfig& o, HostEnv& host) {
   if (o.timeout < 0) usage("--timeout: must not be negative");
   cfg.two_host = !o.connect.empty();
   cfg.progress = !o.no_progress && !o.json && stderr_is_tty();
-  for (auto s : sizes)
-    check_ram(host, "--size", s, s + cfg.offset + staging_bytes_for(cfg), o.force);
+  for (auto s : sizes) check_ram(host, "--size", s, s + cfg.offset + staging_bytes_for(cfg), o.force);
   if (cfg.two_host) {
     std::string e;
     if (!parse_host_port(o.connect, r.peer_host, r.port, e) || !check_peer_host(r.peer_host, e))

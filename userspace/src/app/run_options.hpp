@@ -14,11 +14,11 @@
 namespace rxv {
 
 struct RunOptions {
-  std::vector<std::uint64_t> sizes;  // --size, in order (default: 1 GiB)
-  RunConfig cfg;                     // everything else the engine reads
-  std::string peer_host;             // --connect's host (two-host runs), else ""
-  std::uint16_t port = kDefaultPort; // --connect's port
-  WaitPolicy wait;                   // --busy-poll, --no-spin, or adaptive (default; --spin)
+  std::vector<std::uint64_t> sizes;   // --size, in order (default: 1 GiB)
+  RunConfig cfg;                      // everything else the engine reads
+  std::string peer_host;              // --connect's host (two-host runs), else ""
+  std::uint16_t port = kDefaultPort;  // --connect's port
+  WaitPolicy wait;                    // --busy-poll, --no-spin, or adaptive (default; --spin)
 };
 
 // --spin's value: a whole number of microseconds, 0 to kMaxSpin (digits only: no sign,

@@ -62,8 +62,8 @@ std::string serve_session(Provider& prov, const ServeOptions& o, LineSocket& s) 
   s.send({{"ok", true},
           {"version", kProtocolVersion},
           {"qp", qp_to_json(qp->local_addr())},
-          {"staging", {{"addr", peer.staging_addr()}, {"rkey", peer.staging_rkey()},
-                       {"size", peer.staging_size()}}},
+          {"staging",
+           {{"addr", peer.staging_addr()}, {"rkey", peer.staging_rkey()}, {"size", peer.staging_size()}}},
           {"device", o.device},
           {"module", o.module_flavor}});
   if (!o.quiet) say("client connected; serving " + o.device);
@@ -87,8 +87,10 @@ std::string serve_session(Provider& prov, const ServeOptions& o, LineSocket& s) 
       continue;
     }
     if (!st || !off || !len || !key) {
-      s.send({{"ok", false}, {"error", "bad field in " + *op + ": st, off, len and key are "
-                                                              "non-negative integers"}});
+      s.send({{"ok", false},
+              {"error", "bad field in " + *op +
+                            ": st, off, len and key are "
+                            "non-negative integers"}});
       continue;
     }
     if (!range_ok(*st, *len, peer.staging_size())) {
@@ -116,10 +118,11 @@ std::string serve_session(Provider& prov, const ServeOptions& o, LineSocket& s) 
       s.send({{"ok", true}});
     } else if (v.mismatch) {
       s.send({{"ok", false},
-              {"mismatch", {{"offset", v.mismatch->region_offset},
-                            {"expected", v.mismatch->expected},
-                            {"actual", v.mismatch->actual},
-                            {"bad_bytes", v.mismatch->bad_bytes}}},
+              {"mismatch",
+               {{"offset", v.mismatch->region_offset},
+                {"expected", v.mismatch->expected},
+                {"actual", v.mismatch->actual},
+                {"bad_bytes", v.mismatch->bad_bytes}}},
               {"explanation", v.explanation}});
     } else {
       s.send({{"ok", false}, {"error", v.error}});
@@ -135,9 +138,8 @@ int run_server(Provider& prov, const ServeOptions& o) {
     say("error: " + err + (why == ListenFailure::Bind ? " (choose another with --port)" : ""));
     return why == ListenFailure::Resolve ? kExitUsage : kExitNotReady;
   }
-  say("listening on TCP port " + std::to_string(o.port) + " (device " + o.device +
-      ", gid index " + std::to_string(o.gid_index) + ")" +
-      (o.forever ? "" : "; exits after one client"));
+  say("listening on TCP port " + std::to_string(o.port) + " (device " + o.device + ", gid index " +
+      std::to_string(o.gid_index) + ")" + (o.forever ? "" : "; exits after one client"));
   int wait = o.timeout > 0 ? static_cast<int>(o.timeout * 1000) : -1;
   while (true) {
     auto client = tcp_accept(*listener, wait);

@@ -19,7 +19,7 @@ struct ServeOptions {
   bool forever = false;
   std::string module_flavor;
   std::uint64_t max_staging = (2ull << 30) + 4096;  // largest staging buffer a client gets
-  bool quiet = false;  // no per-session progress lines (the fuzz target)
+  bool quiet = false;                               // no per-session progress lines (the fuzz target)
 };
 
 // One client session on an accepted socket (run_server's loop; the fuzz target and the
