@@ -26,11 +26,11 @@
 #   rxe_kvfix_installed_kernels   the installed kernels' releases, one per line
 #                                 (/lib/modules/RELEASE/kernel exists; sorted by version)
 
-RXE_KVFIX_RELEASE_RE='^[0-9]+\.[0-9]+[A-Za-z0-9.+_~-]*$'
+KVFIX_RELEASE_RE='^[0-9]+\.[0-9]+[A-Za-z0-9.+_~-]*$'
 # Fedora's kernel release: N-V-R.ARCH[+FLAVOUR]
-RXE_KVFIX_NVR_RE='^([0-9][^-]*-[^-]+)\.(x86_64|aarch64|ppc64le|s390x|i686)(\+.*)?$'
+KVFIX_NVR_RE='^([0-9][^-]*-[^-]+)\.(x86_64|aarch64|ppc64le|s390x|i686)(\+.*)?$'
 
-rxe_kvfix_is_release() { [[ $1 =~ $RXE_KVFIX_RELEASE_RE && $1 != */* ]]; }
+rxe_kvfix_is_release() { [[ $1 =~ $KVFIX_RELEASE_RE && $1 != */* ]]; }
 
 rxe_kvfix_fedora_like() {
 	local f=${RXE_KVFIX_OS_RELEASE:-/etc/os-release} id='' like=''
@@ -65,7 +65,7 @@ rxe_kvfix_kernel() { # RELEASE
 	[[ $KERNEL_UPSTREAM == *.*.* ]] || KERNEL_UPSTREAM=$KERNEL_UPSTREAM.0
 	KERNEL_SERIES=${KERNEL_UPSTREAM%.*}
 	KERNEL_DEBVER=$(rxe_kvfix_deb_version "$1")
-	if [[ $1 =~ $RXE_KVFIX_NVR_RE ]]; then
+	if [[ $1 =~ $KVFIX_NVR_RE ]]; then
 		KERNEL_NVR=${BASH_REMATCH[1]}
 	else
 		KERNEL_NVR=$KERNEL_UPSTREAM

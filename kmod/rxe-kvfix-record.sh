@@ -22,7 +22,7 @@
 # the packages' scripts (through rxe-kvfix), rxe-verify doctor and the boot check
 # (userspace/src/procfs.cpp reads the same key=value lines).
 
-RXE_KVFIX_STATES='built not-needed failed deferred'
+KVFIX_STATES='built not-needed failed deferred'
 
 rxe_kvfix_state_dir() { printf '%s\n' "${RXE_KVFIX_STATE_DIR:-/var/lib/rxe-kvfix}"; }
 
@@ -31,8 +31,8 @@ rxe_kvfix_state_dir() { printf '%s\n' "${RXE_KVFIX_STATE_DIR:-/var/lib/rxe-kvfix
 rxe_kvfix_record() {
 	local k=$1 state=$2 msg=${3//$'\n'/ } d f kv ver
 	shift 3
-	[[ " $RXE_KVFIX_STATES " == *" $state "* ]] || {
-		echo "rxe-kvfix: internal error: record state '$state' is not one of $RXE_KVFIX_STATES" >&2
+	[[ " $KVFIX_STATES " == *" $state "* ]] || {
+		echo "rxe-kvfix: internal error: record state '$state' is not one of $KVFIX_STATES" >&2
 		return 1
 	}
 	d=$(rxe_kvfix_state_dir)/status

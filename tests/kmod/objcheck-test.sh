@@ -151,14 +151,24 @@ objcheck_is "objcheck: a file that is not ELF: exit 2, one line" "$W/notelf.ko" 
 K=9.8.7-objcheck
 mkdir -p "$W/kmod" "$W/kdir" "$W/bin" "$W/state"
 cp "$REPO/META" "$W/"
-cp "$REPO/kmod/rxe-kvfix-dkms-build" "$REPO/kmod/rxe-kvfix-lib.sh" "$REPO/kmod/rxe-kvfix-objcheck" "$W/kmod/"
+cp "$REPO/kmod/rxe-kvfix-dkms-build" "$REPO/kmod/rxe-kvfix-lib.sh" "$REPO/kmod/rxe-kvfix-kernel.sh" \
+	"$REPO/kmod/rxe-kvfix-record.sh" "$REPO/kmod/rxe-kvfix-objcheck" "$W/kmod/"
 cat >"$W/kmod/rxe-kvfix-prepare" <<EOF
 #!/usr/bin/env bash
-# stand-in for tests/kmod/objcheck-test.sh: prepare --out DIR RELEASE
+# stand-in for tests/kmod/objcheck-test.sh: prepare [--facts FILE] --out DIR RELEASE
 set -euo pipefail
-mkdir -p "\$2"
-cp "$W/mr.c" "\$2/rxe_mr.c"
-echo "kernel=\$3 provider=test class=affected-kcalloc source=objcheck-test stand-in" >"\$2/rxe-kvfix-source.txt"
+out='' rel=''
+while ((\$#)); do
+	case \$1 in
+	--out) out=\$2; shift ;;
+	--facts) shift ;;
+	*) rel=\$1 ;;
+	esac
+	shift
+done
+mkdir -p "\$out"
+cp "$W/mr.c" "\$out/rxe_mr.c"
+echo "kernel=\$rel provider=test class=affected-kcalloc source=objcheck-test stand-in" >"\$out/rxe-kvfix-source.txt"
 EOF
 # shellcheck disable=SC2016  # $(M) is make's
 printf 'modules:\n\tcp %s $(M)/rdma_rxe.ko\n' "$W/module.o" >"$W/kdir/Makefile"
