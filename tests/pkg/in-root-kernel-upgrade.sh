@@ -61,14 +61,21 @@ CONF=/etc/rxe-kvfix/rxe-kvfix.conf
 CACHE=/var/cache/rxe-kvfix/sources
 XY=$(cut -d. -f1,2 <<<"$K")
 conf() { mkdir -p "${CONF%/*}" && printf '# rxe-kvfix test: %s\nfetch=%s\n' "$2" "$1" >"$CONF"; }
-# apt_kernel VERB LOGFILE: apt-get VERB of the kernel's image and headers
+# apt_kernel VERB LOGFILE: apt-get VERB of the kernel's image and headers (purge: of
+# every package of the kernel)
 apt_kernel() {
 	local rc=0
 	step "apt-get $1 linux-image-$K linux-headers-$K"
 	if [[ $1 == install ]]; then
 		apt-get install -y -q "linux-image-$K=$KV" "linux-headers-$K=$KV" >"$2" 2>&1 || rc=$?
 	else
-		apt-get "$1" -y -q "linux-image-$K" "linux-headers-$K" >"$2" 2>&1 || rc=$?
+		# every package of the kernel: Debian 13's image is linux-image-K over
+		# linux-binary-K, linux-modules-K and linux-base-K, which a purge of the image
+		# and headers alone leaves installed (the kernel's modules still there)
+		local pkgs
+		mapfile -t pkgs < <(dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' "linux-*-$K" 2>/dev/null | awk '$1 ~ /^[ih]/ { print $2 }')
+		step "apt-get $1 ${pkgs[*]}"
+		apt-get "$1" -y -q "${pkgs[@]}" >"$2" 2>&1 || rc=$?
 	fi
 	cat "$2" >>"$LOG"
 	return "$rc"
