@@ -4,18 +4,20 @@
 # executed. It uses the fetch's globals (KREL VER XY UPSTREAM CACHE TIMEOUT WORK
 # TREE_OUT AGAIN T1 BYTES ORIGIN) and helpers (fail say keep_tree stats).
 #
-#   1. apt-get download linux-source-X.Y=VERSION: the binary package Debian builds
-#      from the kernel's source (its hash is checked by apt against the archive's
+#   1. apt-get download linux-source-X.Y=VERSION (Ubuntu's linux-source-X.Y.Z: the
+#      identity's KERNEL_SRCBIN): the binary package Debian builds from the kernel's source (its hash is checked by apt against the archive's
 #      signed index; apt-get download takes no apt or dpkg lock, so this runs
 #      inside a kernel package's installation). With --deb, such a .deb put in the
 #      cache by hand instead (from_deb).
 #   2. Where the archive serves no such package (Debian keeps linux-source-X.Y for
-#      few series), the source package `linux` of VERSION from the source archive:
+#      few series; Ubuntu's HWE source packages build none), the source package of
+#      VERSION (KERNEL_SRCPKG: linux, or e.g. linux-hwe-7.0) from the source archive:
 #      a private deb-src list made from this host's own apt sources, with its own
 #      lists directory (the host's lists are never updated), then
 #      apt-get source --download-only, each file checked against the SHA-256 of the
-#      signed Sources index. Debian's patches (debian/patches/series) are applied
-#      where they touch the rxe directory. When the archive serves the upstream
+#      signed Sources index. Debian's patches (debian/patches/series, format 3.0)
+#      or Ubuntu's diff (the .diff.gz of format 1.0, which carries the stable
+#      updates over the X.Y tarball) are applied where they touch the rxe directory. When the archive serves the upstream
 #      tarball of the version but not Debian's part (some mirrors answer 404 for
 #      old revisions), the upstream source is used and the provenance says so.
 
@@ -34,13 +36,14 @@ apt_err() {
 not_found() { grep -qE "Can't find a source to download version|Version '.*' for '.*' was not found|Unable to locate package|Couldn't find any package by|Unable to find a source package" "$1"; }
 
 # --- 1. the binary package linux-source-X.Y ----------------------------------
-ORIGIN=linux-source-$XY
+ORIGIN=$KERNEL_SRCBIN
+SRCPKG=${KERNEL_SRCPKG:-linux}
 VERIFIED="apt (the .deb's hash in the archive index signed by its Release key)"
 # download_binary: sets DEB, or leaves it empty when the archive serves no such
 # package (then the source archive is tried)
 DEB=''
 download_binary() {
-	local pkg=linux-source-$XY d=$WORK/bin rc=0
+	local pkg=$KERNEL_SRCBIN d=$WORK/bin rc=0
 	mkdir -p "$d"
 	say "apt-get download $pkg=$VER"
 	(cd "$d" && timeout -k 10 "$TIMEOUT" apt-get download -q "$pkg=$VER") >"$WORK/bin.log" 2>&1 || rc=$?
@@ -60,12 +63,12 @@ download_binary() {
 
 # from_deb DEB: keep (or unpack whole, --tree) the source in a linux-source .deb
 from_deb() {
-	local deb=$1 pkg=linux-source-$XY inner sum
+	local deb=$1 pkg=$KERNEL_SRCBIN inner sum
 	sum=$(sha256sum "$deb" | cut -d' ' -f1)
 	local irc=0
 	inner=$(rxe_kvfix_deb_inner "$deb") || irc=$?
 	((irc != 1)) || fail "$(basename "$deb") is not a whole .deb (corrupt or truncated)" "run apt-get clean, $AGAIN"
-	((irc == 0)) || fail "$(basename "$deb") holds no /usr/src/linux-source-*.tar.*" "use the linux-source-$XY package's .deb, $AGAIN"
+	((irc == 0)) || fail "$(basename "$deb") holds no /usr/src/linux-source-*.tar.*" "use the $pkg package's .deb, $AGAIN"
 	if [[ -n $TREE_OUT ]]; then
 		mkdir -p "$TREE_OUT"
 		dpkg-deb --fsys-tarfile "$deb" | tar -xO "$inner" | tar -x -f - --"$(rxe_kvfix_tar_filter "$inner")" \
@@ -83,7 +86,7 @@ from_deb() {
 	) || rc=$?
 	((rc != 1)) || fail "cannot unpack $inner from $(basename "$deb") (${top%%$'\t'*})" "run apt-get clean, $AGAIN"
 	((rc == 0)) || fail "$(basename "$deb") has no $DRIVER_DIR/rxe_mr.c" "report it; $AGAIN"
-	keep_tree "$top" "linux-source-${XY}_$VER.tar.xz" \
+	keep_tree "$top" "${pkg}_$VER.tar.xz" \
 		"package=$pkg
 file=$(basename "$deb")
 sha256=$sum
@@ -125,30 +128,30 @@ from_archive() {
 		-o "Dir::State::Lists=$a/lists" -o "Dir::Cache=$a/cache" -o "Acquire::GzipIndexes=true"
 		-o "APT::Sandbox::User=root")
 	mkdir -p "$a/lists/partial" "$a/cache/archives/partial" "$d"
-	say "no linux-source-$XY=$VER in this host's archive: source package linux=$VER from the source archive"
+	say "no $KERNEL_SRCBIN=$VER in this host's archive: source package $SRCPKG=$VER from the source archive"
 	timeout -k 10 "$TIMEOUT" apt-get "${APTO[@]}" -q update >"$WORK/upd.log" 2>&1 || rc=$?
 	if ((rc != 0)); then
 		cat "$WORK/upd.log" >&2
 		fail "cannot read the source archive's index ($(apt_err "$WORK/upd.log"))" "$remedy"
 	fi
 	# the stanza of exactly VERSION: its files and their SHA-256 from the signed index
-	apt-cache "${APTO[@]}" showsrc --only-source linux 2>/dev/null |
+	apt-cache "${APTO[@]}" showsrc --only-source "$SRCPKG" 2>/dev/null |
 		awk -v v="$VER" 'BEGIN { RS = "" } index($0, "\nVersion: " v "\n") { print; exit }' >"$WORK/stanza" || true
 	if [[ ! -s $WORK/stanza ]]; then
-		fail "the archive this host's apt knows serves neither linux-source-$XY=$VER nor the source package linux $VER" \
+		fail "the archive this host's apt knows serves neither $KERNEL_SRCBIN=$VER nor the source package $SRCPKG $VER" \
 			"$remedy"
 	fi
 	awk '/^Checksums-Sha256:/ { on = 1; next } /^[^ ]/ { on = 0 } on && NF == 3 { print $1, $2, $3 }' \
 		"$WORK/stanza" >"$WORK/sums"
-	say "apt-get source --download-only linux=$VER"
+	say "apt-get source --download-only $SRCPKG=$VER"
 	rc=0
-	(cd "$d" && timeout -k 10 "$TIMEOUT" apt-get "${APTO[@]}" -q source --download-only "linux=$VER") >"$WORK/src.log" 2>&1 || rc=$?
+	(cd "$d" && timeout -k 10 "$TIMEOUT" apt-get "${APTO[@]}" -q source --download-only "$SRCPKG=$VER") >"$WORK/src.log" 2>&1 || rc=$?
 	((rc != 124 && rc != 137)) ||
-		fail "apt-get source linux=$VER did not finish in $TIMEOUT s (fetch_timeout)" "$remedy"
+		fail "apt-get source $SRCPKG=$VER did not finish in $TIMEOUT s (fetch_timeout)" "$remedy"
 	# shellcheck disable=SC2034  # read by stats (kmod/rxe-kvfix-fetch)
 	T1=$(date +%s.%N)
 	# every file apt left must match the index; a missing one is told apart by role
-	local sum name orig='' debtar='' missing=()
+	local sum name orig='' debtar='' diffgz='' missing=()
 	while read -r sum _ name; do
 		if [[ ! -f $d/$name ]]; then
 			missing+=("$name")
@@ -162,14 +165,15 @@ from_archive() {
 		case $name in
 		*.orig.tar.*) orig=$name ;;
 		*.debian.tar.*) debtar=$name ;;
+		*.diff.gz) diffgz=$name ;;
 		esac
 	done <"$WORK/sums"
 	if [[ -z $orig ]]; then
 		cat "$WORK/src.log" >&2
-		fail "apt-get source linux=$VER failed ($(apt_err "$WORK/src.log"))" "$remedy"
+		fail "apt-get source $SRCPKG=$VER failed ($(apt_err "$WORK/src.log"))" "$remedy"
 	fi
 	local origin
-	origin="package=linux (source)
+	origin="package=$SRCPKG (source)
 files=$(awk '{ printf "%s%s", sep, $3; sep = " " }' "$WORK/sums")
 sha256=$(grep -F " $orig" "$WORK/sums" | cut -d' ' -f1) ($orig)
 bytes=$BYTES
@@ -189,8 +193,12 @@ verified=apt (SHA-256 of each file against the archive's Sources index, signed b
 	# shellcheck disable=SC2034  # ORIGIN: read by stats (kmod/rxe-kvfix-fetch)
 	if [[ -n $debtar ]]; then
 		debian_patches "$d/$debtar" "$top"
-		ORIGIN=linux
+		ORIGIN=$SRCPKG
 		origin+=$'\n'"debian=$debtar: $DEBIAN_APPLIED"
+	elif [[ -n $diffgz ]]; then
+		debian_diff "$d/$diffgz" "$top"
+		ORIGIN=$SRCPKG
+		origin+=$'\n'"debian=$diffgz: $DEBIAN_APPLIED"
 	else
 		ORIGIN=linux-orig
 		origin+=$'\n'"debian=not served ($(grep -E '^(E|Err):.*debian\.tar' "$WORK/src.log" | head -n1 | grep -oE '[0-9]{3} +[A-Za-z ]*[A-Za-z]' | tr -s ' ' | head -n1 || echo missing)): the upstream source of $UPSTREAM, Debian's patches not applied"
@@ -199,8 +207,8 @@ verified=apt (SHA-256 of each file against the archive's Sources index, signed b
 	if [[ -n $TREE_OUT ]]; then
 		printf '%s\n' "$origin" >"$TREE_OUT/.rxe-kvfix-provenance"
 		stats "tree=$TREE_OUT" "$(du -sb "$TREE_OUT" | cut -f1)"
-	elif [[ -n $debtar ]]; then
-		keep_tree "$top" "linux-source-${XY}_$VER.tar.xz" "$origin"
+	elif [[ -n $debtar$diffgz ]]; then
+		keep_tree "$top" "${KERNEL_SRCBIN}_$VER.tar.xz" "$origin"
 	else
 		keep_tree "$top" "linux-$UPSTREAM.tar.xz" "$origin"
 	fi
@@ -240,4 +248,25 @@ debian_patches() {
 	else
 		DEBIAN_APPLIED="$r of the $n patches of debian/patches/series touch $DRIVER_DIR, applied"
 	fi
+}
+
+# debian_diff DIFF_GZ TOP: a format 1.0 source package's diff (Ubuntu's kernel: the
+# stable updates and Ubuntu's changes over the X.Y tarball, and debian/): all of it
+# for a whole tree, the hunks of files in the rxe directory for a kept one
+debian_diff() {
+	local gz=$1 top=$2 n
+	if [[ -n $TREE_OUT ]]; then
+		zcat "$gz" | patch -d "$top" -p1 --batch --forward --no-backup-if-mismatch -s >/dev/null ||
+			fail "the diff $(basename "$gz") does not apply to its source" "report it"
+		DEBIAN_APPLIED="the whole diff applied"
+		return 0
+	fi
+	zcat "$gz" | rxe_kvfix_rxe_diff >"$WORK/rxe.diff" ||
+		fail "cannot read $(basename "$gz") (corrupt?)" "run apt-get clean, $AGAIN"
+	n=$(grep -c '^+++ ' "$WORK/rxe.diff" || true)
+	if ((n > 0)); then
+		patch -d "$top" -p1 --batch --forward --no-backup-if-mismatch -s <"$WORK/rxe.diff" >/dev/null ||
+			fail "the rxe part of $(basename "$gz") does not apply to its source" "report it"
+	fi
+	DEBIAN_APPLIED="$n files of $DRIVER_DIR changed by it, applied"
 }

@@ -201,13 +201,16 @@ rxe_kvfix_kbuild_dir() {
 	} >"$dir/rxe_kvfix_id.h"
 }
 
-# rxe_kvfix_deb_inner DEB: the kernel tarball a linux-source-X.Y .deb holds
-# (./usr/src/linux-source-X.Y.tar.*). Returns 1 for a .deb that is not whole (the
+# rxe_kvfix_deb_inner DEB: the kernel tarball a linux-source .deb holds
+# (./usr/src/linux-source-X.Y.tar.*, Ubuntu's in a directory of its own). Returns 1 for a .deb that is not whole (the
 # archive is read to its end), 2 for one that holds no such tarball.
 rxe_kvfix_deb_inner() {
 	local list
 	list=$(dpkg-deb --fsys-tarfile "$1" 2>/dev/null | tar -t 2>/dev/null) || return 1
-	grep -m1 -E '^\./usr/src/linux-source-[0-9.]+\.tar\.(xz|zst|bz2|gz)$' <<<"$list" || return 2
+	# Ubuntu's: ./usr/src/linux-source-X.Y.Z/linux-source-X.Y.Z.tar.bz2, and a link to
+	# it beside the directory (not the file: looked for first)
+	grep -m1 -E '^\./usr/src/linux-source-[0-9.]+/linux-source-[0-9.]+\.tar\.(xz|zst|bz2|gz)$' <<<"$list" ||
+		grep -m1 -E '^\./usr/src/linux-source-[0-9.]+\.tar\.(xz|zst|bz2|gz)$' <<<"$list" || return 2
 }
 
 # rxe_kvfix_tar_filter NAME: tar's decompression option for NAME
@@ -215,10 +218,26 @@ rxe_kvfix_tar_filter() {
 	case $1 in *.xz) echo xz ;; *.zst) echo zstd ;; *.bz2) echo bzip2 ;; *) echo gzip ;; esac
 }
 
-# rxe_kvfix_rxe_diff < PATCH: the parts of a git-style unified diff (one "diff "
-# line per file) that touch drivers/infiniband/sw/rxe/
+# rxe_kvfix_rxe_diff < PATCH: the parts of a unified diff that touch
+# drivers/infiniband/sw/rxe/: a git-style one (a "diff " line per file) or one with
+# "--- "/"+++ " headers alone (dpkg-source's format 1.0 .diff.gz). Hunks are counted,
+# so a removed line that starts with "-- " is never taken for a file's header.
 rxe_kvfix_rxe_diff() {
-	awk '/^diff / { keep = index($0, "drivers/infiniband/sw/rxe/") > 0 } keep { print }'
+	awk -v d="drivers/infiniband/sw/rxe/" '
+		function count(s, sign,   a) {
+			if (!match(s, sign "[0-9]+(,[0-9]+)?")) return 1
+			a = substr(s, RSTART + 1, RLENGTH - 1)
+			return index(a, ",") ? substr(a, index(a, ",") + 1) + 0 : 1
+		}
+		ol > 0 || nl > 0 {
+			c = substr($0, 1, 1)
+			if (c == "-") ol--; else if (c == "+") nl--; else if (c != "\\") { ol--; nl-- }
+			if (keep) print
+			next
+		}
+		/^diff / || /^--- / { keep = index($0, d) > 0 }
+		/^@@ / { ol = count($0, "-"); nl = count($0, "[+]") }
+		keep { print }'
 }
 
 # rxe_kvfix_srpm_unpack SRPM DIR: the kernel tarball (linux-*.tar.*) and the

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # rxe-kvfix-source.sh: acquiring the pristine rxe source of one kernel, for
 # kmod/rxe-kvfix-prepare (sourced by it, after its options, configuration and kernel
-# identity: KREL UPSTREAM SERIES_XY DEBVER KERNEL_NVR TREE CACHE SRPM FORCE FETCH
+# identity: KREL UPSTREAM SERIES_XY DEBVER SRCBIN KERNEL_* TREE CACHE SRPM FORCE FETCH
 # FETCH_TIMEOUT QUIET WORK HERE DRIVER_DIR CONF, and its say and die).
 # find_source leaves the rxe directory in $WORK/rxe and sets PROVIDER, SOURCE_DESC and
 # SOURCE_VERSION; it dies with one line (cause; remedy) when no provider has it, and
@@ -10,11 +10,14 @@
 # Source providers, tried in this order (the first that has the exact
 # source of the target kernel wins, and is reported by name):
 #   tree     a kernel source tree given with --kernel-tree / RXE_KVFIX_KERNEL_TREE
-#   debian   /usr/src/linux-source-X.Y.tar.* whose installed package version is
-#            the target kernel's package version
+#   debian   the tarball of the installed linux-source package (Debian's
+#            /usr/src/linux-source-X.Y.tar.*, Ubuntu's
+#            /usr/src/linux-source-X.Y.Z/linux-source-X.Y.Z.tar.bz2: KERNEL_SRCTAR)
+#            whose version is the target kernel's package version
 #   cache    a tarball in the cache directory (--cache / RXE_KVFIX_CACHE_DIR,
 #            default /var/cache/rxe-kvfix/sources): Debian's
-#            linux-source-X.Y_<debversion>.tar.* or upstream linux-X.Y.Z.tar.*
+#            linux-source-X.Y_<debversion>.tar.* (Ubuntu's linux-source-X.Y.Z_...)
+#            or upstream linux-X.Y.Z.tar.*
 #   srpm     a Fedora kernel source RPM (--srpm FILE, or
 #            kernel-<version>-<release>.src.rpm in the cache directory):
 #            linux-<upstream>.tar.xz plus the distribution patch
@@ -43,10 +46,26 @@
 PROVIDER='' SOURCE_DESC='' SOURCE_VERSION='' MISMATCH=''
 
 # same_version_or_die VERSION WHAT REMEDY: the source is of the kernel's upstream
-# version, or --force says to take it anyway; else one line: "WHAT VERSION, not ..."
+# version, or --force says to take it anyway; else one line: "WHAT VERSION, not ...".
+# Where only the kernel's series is known (an Ubuntu release without its headers:
+# KERNEL_UPSTREAM_EXACT=0), the series is compared; the package version says the rest.
 same_version_or_die() {
+	if [[ $KERNEL_UPSTREAM_EXACT == 0 ]]; then
+		[[ ${1%.*} == "$SERIES_XY" || $FORCE == 1 ]] ||
+			die "$2 $1, not of the $SERIES_XY series (source version differs from kernel $KREL)" "$3"
+		return 0
+	fi
 	[[ $1 == "$UPSTREAM" || $FORCE == 1 ]] ||
 		die "$2 $1, not $UPSTREAM (source version differs from kernel $KREL)" "$3"
+}
+
+# want_version: the version a source must have, in words
+want_version() {
+	if [[ $KERNEL_UPSTREAM_EXACT == 0 ]]; then
+		printf 'the %s series (the kernel package %s)\n' "$SERIES_XY" "${DEBVER:-?}"
+	else
+		printf 'exactly %s\n' "$UPSTREAM"
+	fi
 }
 
 # copy_or_die DIR DEST: DIR's files into the new directory DEST, or die naming the cause
@@ -99,23 +118,23 @@ provider_tree() {
 	local v
 	v=$(tree_version "$TREE")
 	# an explicitly named tree is authoritative: never fall back to another source
-	same_version_or_die "$v" "kernel tree $TREE is version" "pass the tree of exactly $UPSTREAM or add --force to use it anyway"
+	same_version_or_die "$v" "kernel tree $TREE is version" "pass the tree of $(want_version) or add --force to use it anyway"
 	copy_or_die "$TREE/$DRIVER_DIR" "$WORK/rxe"
 	PROVIDER=tree SOURCE_DESC=$TREE SOURCE_VERSION=$v
 }
 
 provider_debian() {
 	local t pkgver
-	for t in /usr/src/linux-source-"$SERIES_XY".tar.{xz,zst,bz2,gz}; do
+	for t in "$KERNEL_SRCTAR".{xz,zst,bz2,gz}; do
 		[[ -f $t ]] || continue
-		pkgver=$(dpkg-query -W -f '${Version}' "linux-source-$SERIES_XY" 2>/dev/null || true)
+		pkgver=$(dpkg-query -W -f '${Version}' "$SRCBIN" 2>/dev/null || true)
 		if [[ -n $DEBVER && $pkgver == "$DEBVER" ]] ||
 			[[ -z $DEBVER && ${pkgver%%-*} == "$UPSTREAM" ]] || [[ $FORCE == 1 ]]; then
 			extract_from_tarball "$t"
-			PROVIDER=debian SOURCE_DESC="$t (linux-source-$SERIES_XY $pkgver)" SOURCE_VERSION=$pkgver
+			PROVIDER=debian SOURCE_DESC="$t ($SRCBIN $pkgver)" SOURCE_VERSION=$pkgver
 			return 0
 		fi
-		MISMATCH="$t is linux-source-$SERIES_XY ${pkgver:-of unknown version}, the kernel is ${DEBVER:-$UPSTREAM}"
+		MISMATCH="$t is $SRCBIN ${pkgver:-of unknown version}, the kernel is ${DEBVER:-$UPSTREAM}"
 	done
 	return 1
 }
@@ -124,7 +143,7 @@ provider_cache() {
 	[[ -d $CACHE ]] || return 1
 	local t want=()
 	if [[ -n $DEBVER ]]; then
-		want+=("$CACHE/linux-source-${SERIES_XY}_${DEBVER}.tar."{xz,zst,bz2,gz})
+		want+=("$CACHE/${SRCBIN}_${DEBVER}.tar."{xz,zst,bz2,gz})
 	else
 		# kernel not installed from a Debian package: any Debian revision of
 		# the same upstream version, newest first
@@ -142,7 +161,7 @@ provider_cache() {
 		PROVIDER=cache SOURCE_DESC=$t SOURCE_VERSION=${DEBVER:-$UPSTREAM}
 		return 0
 	done
-	for t in "$CACHE"/linux-source-"${SERIES_XY}"_*.tar.* "$CACHE"/linux-"$SERIES_XY"*.tar.*; do
+	for t in "$CACHE/${SRCBIN}"_*.tar.* "$CACHE"/linux-"$SERIES_XY"*.tar.*; do
 		[[ -f $t ]] || continue
 		MISMATCH="$t is not the source of ${DEBVER:-$UPSTREAM}"
 		if [[ $FORCE == 1 ]]; then
@@ -237,16 +256,16 @@ run_fetch() { # ARGS...: rxe-kvfix-fetch ARGS KREL VERSION; FETCH_FAIL/REMEDY on
 	say "fetch: $line"
 }
 
-# provider_deb: a linux-source-X.Y .deb of exactly the kernel's version put in the
+# provider_deb: a linux-source .deb (KERNEL_SRCBIN) of exactly the kernel's version put in the
 # cache by hand (what an offline host is told to do): kept as the fetch keeps it
 provider_deb() {
 	[[ -n $DEBVER && -d $CACHE ]] || return 1
 	local deb
-	deb=$(find "$CACHE" -maxdepth 1 -name "linux-source-${SERIES_XY}_${DEBVER}_*.deb" -print -quit 2>/dev/null)
+	deb=$(find "$CACHE" -maxdepth 1 -name "${SRCBIN}_${DEBVER}_*.deb" -print -quit 2>/dev/null)
 	[[ -n $deb ]] || return 1
 	if ! run_fetch --deb "$deb"; then
 		rm -f "$deb"
-		die "$FETCH_FAIL; removed it" "download it again (apt-get download linux-source-$SERIES_XY=$DEBVER) and put it in $CACHE/"
+		die "$FETCH_FAIL; removed it" "download it again (apt-get download $SRCBIN=$DEBVER) and put it in $CACHE/"
 	fi
 	rm -f "$deb"
 	provider_cache
@@ -282,6 +301,15 @@ provider_fetch() {
 	return 1
 }
 
+# fetch_hint: what to do by hand when the kernel's source cannot be fetched here
+fetch_hint() {
+	printf 'on a host that reaches the archive run apt-get download %s=%s and put that .deb in %s/' "$SRCBIN" "$DEBVER" "$CACHE"
+	# an Ubuntu source package other than linux (HWE since 6.8) builds no linux-source
+	[[ $KERNEL_FAMILY != ubuntu || $KERNEL_SRCPKG == linux || -z $KERNEL_SRCPKG ]] ||
+		printf ' (where the archive has none: apt-get source %s=%s, then pass --kernel-tree with the unpacked tree)' "$KERNEL_SRCPKG" "$DEBVER"
+	printf ', then dkms autoinstall -k %s\n' "$KREL"
+}
+
 # defer CAUSE REMEDY: the one line, and exit 75: the source comes after the transaction
 defer() {
 	printf '%s: deferred: %s; %s\n' "$PROG" "$1" "$2" >&2
@@ -302,11 +330,11 @@ find_source() {
 	fi
 	if [[ -n $DEBVER && $FETCH == never ]]; then
 		die "no source of kernel $KREL here, and fetch=never ($CONF or --no-fetch)" \
-			"on a host that reaches the archive run apt-get download linux-source-$SERIES_XY=$DEBVER and put that .deb in $CACHE/, then dkms autoinstall -k $KREL"
+			"$(fetch_hint)"
 	fi
 	if [[ -n $MISMATCH ]]; then
 		die "no source of kernel $KREL found (${MISMATCH})" \
-			"use the source of exactly ${DEBVER:-$UPSTREAM} (Debian: apt install linux-source-$SERIES_XY=${DEBVER:-<version>}) or pass --force to use it anyway"
+			"use the source of exactly ${DEBVER:-$UPSTREAM} (Debian, Ubuntu: apt install $SRCBIN=${DEBVER:-<version>}) or pass --force to use it anyway"
 	fi
 	if rxe_kvfix_fedora_like && [[ $FETCH_DEFERRED == 1 ]]; then
 		# not an error: the record's state says deferred, and that state alone
@@ -318,6 +346,6 @@ find_source() {
 		die "no source of kernel $KREL found (tried: kernel tree, $CACHE/kernel-$KERNEL_NVR.src.rpm, tarballs in $CACHE)" \
 			"dnf download --srpm kernel-$KERNEL_NVR && mkdir -p $CACHE && mv kernel-*.src.rpm $CACHE/ (dnf4: --source for --srpm)"
 	fi
-	die "no source of kernel $KREL found (tried: kernel tree, /usr/src/linux-source-$SERIES_XY.tar.*, $CACHE, Fedora source RPM)" \
-		"install linux-source-$SERIES_XY (Debian), put the kernel's tarball or kernel-*.src.rpm in $CACHE, or pass --kernel-tree DIR"
+	die "no source of kernel $KREL found (tried: kernel tree, $KERNEL_SRCTAR.*, $CACHE, Fedora source RPM)" \
+		"install $SRCBIN (Debian, Ubuntu), put the kernel's tarball or kernel-*.src.rpm in $CACHE, or pass --kernel-tree DIR"
 }

@@ -3,7 +3,10 @@
 # build root, no kernel build). Run by tests/kmod/run (stage memo) with the rxe part of
 # one matrix kernel's source (its Makefile and drivers/infiniband/sw/rxe).
 #   - kernel identity (kmod/rxe-kvfix-kernel.sh): upstream version, series and Fedora
-#     N-V-R of Debian, Fedora (+debug), rc and two-part releases;
+#     N-V-R of Debian, Fedora (+debug), rc and two-part releases; Ubuntu's forms (GA,
+#     lowlatency, a +1 signed upload, HWE ~26.04.1, a cloud kernel) with a fake
+#     dpkg-query, and prepare taking a tree by series alone where only that is known;
+#   - the rxe part of a diff (git-style, and dpkg-source format 1.0's);
 #   - the record (kmod/rxe-kvfix-record.sh): a state it does not know is refused;
 #   - rxe-kvfix queue starts rxe-kvfix-fetch@RELEASE.service on the record's state
 #     "deferred" alone: a reworded message still starts it, and a failed record whose
@@ -54,6 +57,99 @@ want='7.2.13+deb14-amd64 7.2.13 7.2 7.2.13
 7.4 7.4.0 7.4 7.4.0
 6.12.118+deb13-cloud-amd64 6.12.118 6.12 6.12.118'
 if [[ $out == "$want" ]]; then t_pass; else t_fail "got: $(tr '\n' '|' <<<"$out")"; fi
+
+# --- kernel identity on Ubuntu ---------------------------------------------------
+# dpkg's answers come from a fake dpkg-query (a table of installed packages), the
+# headers' Makefile from a modules directory of the test's own; the forms are those
+# Ubuntu's archive shows (docs/ubuntu-shaped.md, with where each was read)
+mkdir -p "$W/ubin" "$W/mods/7.0.0-15-generic/build" "$W/mods/7.0.0-16-lowlatency/build"
+printf 'ID=ubuntu\nVERSION_ID="26.04"\n' >"$W/os-ubuntu"
+printf 'ID=linuxmint\nID_LIKE="ubuntu debian"\n' >"$W/os-mint"
+printf 'ID=debian\n' >"$W/os-debian"
+printf 'VERSION = 7\nPATCHLEVEL = 0\nSUBLEVEL = 14\nEXTRAVERSION =\n' >"$W/mods/7.0.0-15-generic/build/Makefile"
+printf 'VERSION = 7\nPATCHLEVEL = 0\nSUBLEVEL = 9\nEXTRAVERSION =\n' >"$W/mods/7.0.0-16-lowlatency/build/Makefile"
+# the installed packages: name version source
+cat >"$W/dpkg.tsv" <<'EOF2'
+linux-headers-7.0.0-15-generic 7.0.0-15.15 linux
+linux-modules-7.0.0-15-generic 7.0.0-15.15 linux
+linux-image-7.0.0-15-generic 7.0.0-15.15 linux-signed
+linux-modules-7.0.0-16-lowlatency 7.0.0-16.16 linux-lowlatency
+linux-modules-7.0.0-17-generic 7.0.0-17.17 linux
+linux-image-7.0.0-17-generic 7.0.0-17.17+1 linux-signed
+linux-headers-7.2.0-3-generic 7.2.0-3.3~26.04.1 linux-hwe-7.2
+linux-image-7.2.0-3-generic 7.2.0-3.3~26.04.1 linux-signed-hwe-7.2
+linux-image-unsigned-7.1.0-1004-azure 7.1.0-1004.4 linux-azure
+linux-headers-7.2.13+deb14-amd64 7.2.13-1 linux
+EOF2
+cat >"$W/ubin/dpkg-query" <<EOF2
+#!/usr/bin/env bash
+# the fake: -W -f FORMAT PACKAGE...: "ii NAME VERSION SOURCE" for the table's packages
+shift 3
+for p; do awk -v p="\$p" '\$1 == p { print "ii", \$1, \$2, \$3 }' "$W/dpkg.tsv"; done
+EOF2
+chmod +x "$W/ubin/dpkg-query"
+t_start "kernel identity on Ubuntu: GA, lowlatency, a +1 signed upload, HWE ~26.04.1 and a cloud kernel; Debian beside"
+out=$(
+	# shellcheck source=kmod/rxe-kvfix-lib.sh
+	. "$REPO/kmod/rxe-kvfix-lib.sh"
+	# shellcheck disable=SC2030,SC2031,SC2034 # this subshell's own, read by the library
+	PATH=$W/ubin:$PATH RXE_KVFIX_MODULES_DIR=$W/mods RXE_KVFIX_OS_RELEASE=$W/os-ubuntu
+	show() {
+		rxe_kvfix_kernel "$1"
+		printf '%s: %s %s exact=%s deb=%s src=%s bin=%s tar=%s %s\n' "$1" "$KERNEL_FAMILY" "$KERNEL_UPSTREAM" \
+			"$KERNEL_UPSTREAM_EXACT" "$KERNEL_DEBVER" "$KERNEL_SRCPKG" "$KERNEL_SRCBIN" "$KERNEL_SRCTAR" "$KERNEL_PKGVER"
+	}
+	for r in 7.0.0-15-generic 7.0.0-16-lowlatency 7.0.0-17-generic 7.2.0-3-generic 7.1.0-1004-azure 7.0.0-99-generic; do
+		show "$r"
+	done
+	RXE_KVFIX_OS_RELEASE=$W/os-mint
+	show 7.0.0-15-generic
+	# shellcheck disable=SC2034 # read by the library
+	RXE_KVFIX_OS_RELEASE=$W/os-debian
+	show 7.2.13+deb14-amd64
+	for r in 7.0.0-15-generic 7.1.0-1004-azure 7.0.0-15-generic-64k; do
+		rxe_kvfix_is_release "$r" || echo "refused '$r'"
+	done
+)
+want='7.0.0-15-generic: ubuntu 7.0.14 exact=1 deb=7.0.0-15.15 src=linux bin=linux-source-7.0.0 tar=/usr/src/linux-source-7.0.0/linux-source-7.0.0.tar 7.0.0-15.15
+7.0.0-16-lowlatency: ubuntu 7.0.9 exact=1 deb=7.0.0-16.16 src=linux-lowlatency bin=linux-source-7.0.0 tar=/usr/src/linux-source-7.0.0/linux-source-7.0.0.tar 7.0.0-16.16
+7.0.0-17-generic: ubuntu 7.0.0 exact=0 deb=7.0.0-17.17 src=linux bin=linux-source-7.0.0 tar=/usr/src/linux-source-7.0.0/linux-source-7.0.0.tar 7.0.0-17.17
+7.2.0-3-generic: ubuntu 7.2.0 exact=0 deb=7.2.0-3.3~26.04.1 src=linux-hwe-7.2 bin=linux-source-7.2.0 tar=/usr/src/linux-source-7.2.0/linux-source-7.2.0.tar 7.2.0-3.3~26.04.1
+7.1.0-1004-azure: ubuntu 7.1.0 exact=0 deb=7.1.0-1004.4 src=linux-azure bin=linux-source-7.1.0 tar=/usr/src/linux-source-7.1.0/linux-source-7.1.0.tar 7.1.0-1004.4
+7.0.0-99-generic: other 7.0.0 exact=1 deb= src= bin=linux-source-7.0 tar=/usr/src/linux-source-7.0.tar 
+7.0.0-15-generic: ubuntu 7.0.14 exact=1 deb=7.0.0-15.15 src=linux bin=linux-source-7.0.0 tar=/usr/src/linux-source-7.0.0/linux-source-7.0.0.tar 7.0.0-15.15
+7.2.13+deb14-amd64: debian 7.2.13 exact=1 deb=7.2.13-1 src=linux bin=linux-source-7.2 tar=/usr/src/linux-source-7.2.tar 7.2.13-1'
+if [[ $out == "$want" ]]; then t_pass; else t_fail "got: $(diff <(echo "$want") <(echo "$out") | tr '\n' '|')"; fi
+
+t_start "prepare on Ubuntu with only the series known (no headers): a tree of that series taken, one of another series refused in one line"
+rc=0 rc2=0
+mkdir -p "$W/mods-none"
+xy=$(awk -F' *= *' '$1 == "VERSION" { v = $2 } $1 == "PATCHLEVEL" { p = $2 } END { print v "." p }' "$TREE/Makefile")
+printf '%s\n' "linux-modules-$xy.0-17-generic $xy.0-17.17 linux" "linux-modules-6.1.0-17-generic 6.1.0-17.17 linux" >>"$W/dpkg.tsv"
+out=$(PATH=$W/ubin:$PATH RXE_KVFIX_MODULES_DIR=$W/mods-none RXE_KVFIX_OS_RELEASE=$W/os-ubuntu RXE_KVFIX_CONF=/nonexistent \
+	"$REPO/kmod/rxe-kvfix-prepare" -q --no-fetch --kernel-tree "$TREE" --out "$W/out-u1" \
+	"$xy.0-17-generic" 2>&1) || rc=$?
+out2=$(PATH=$W/ubin:$PATH RXE_KVFIX_MODULES_DIR=$W/mods-none RXE_KVFIX_OS_RELEASE=$W/os-ubuntu RXE_KVFIX_CONF=/nonexistent \
+	"$REPO/kmod/rxe-kvfix-prepare" -q --no-fetch --kernel-tree "$TREE" --out "$W/out-u2" 6.1.0-17-generic 2>&1) || rc2=$?
+if ((rc == 0 && rc2 == 1)) && [[ -f $W/out-u1/rxe_mr.c && $(grep -c . <<<"$out2") == 1 && $out2 == *"not of the 6.1 series"* ]]; then
+	t_pass
+	echo "     $out2"
+else
+	t_fail "series match: exit $rc ($out); other series: exit $rc2 ($out2)"
+fi
+
+t_start "the rxe part of a diff: git-style and format 1.0 (---/+++ headers alone), a removed '-- ' line kept inside its hunk"
+out=$(
+	# shellcheck source=kmod/rxe-kvfix-lib.sh
+	. "$REPO/kmod/rxe-kvfix-lib.sh"
+	printf '%s\n' 'diff --git a/drivers/infiniband/sw/rxe/a.c b/drivers/infiniband/sw/rxe/a.c' \
+		'--- a/drivers/infiniband/sw/rxe/a.c' '+++ b/drivers/infiniband/sw/rxe/a.c' '@@ -1,2 +1,2 @@' '--- x' '+y' ' z' \
+		'diff --git a/mm/b.c b/mm/b.c' '--- a/mm/b.c' '+++ b/mm/b.c' '@@ -1 +1 @@' '-p' '+q' \
+		'--- linux-7.0.orig/drivers/infiniband/sw/rxe/c.c' '+++ linux-7.0/drivers/infiniband/sw/rxe/c.c' '@@ -3 +3 @@' '-r' '+s' \
+		'--- linux-7.0.orig/debian/changelog' '+++ linux-7.0/debian/changelog' '@@ -0,0 +1 @@' '+t' |
+		rxe_kvfix_rxe_diff | grep -c .
+)
+if [[ $out == 12 ]]; then t_pass; else t_fail "kept $out lines, want 12"; fi
 
 # --- the record -----------------------------------------------------------------
 t_start "the record: written with its facts, read back, a state it does not know refused"
