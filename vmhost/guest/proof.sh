@@ -95,10 +95,12 @@ DKMS_DEST=/updates/dkms
 if (. /etc/os-release && [[ " ${ID:-} ${ID_LIKE:-} " == *" fedora "* || " ${ID:-} ${ID_LIKE:-} " == *" rhel "* ]]); then
 	DKMS_DEST=/extra
 fi
-# on the Fedora-shaped root (tests/pkg/fedora-shape.sh) every result says so
-if grep -q 'Fedora-shaped' /etc/os-release 2>/dev/null; then
+# on the Fedora-shaped root (tests/pkg/fedora-shape.sh) and the Ubuntu-shaped one
+# (tests/vm/scenarios.d/88-ubuntu) every result says so
+SHAPE=$(grep -oE '(Fedora|Ubuntu)-shaped' /etc/os-release 2>/dev/null | head -n1 || true)
+if [[ -n $SHAPE ]]; then
 	eval "$(declare -f t_start | sed '1s/^t_start/rxe__t_start_plain/')"
-	t_start() { rxe__t_start_plain "Fedora-shaped (simulated) $1"; }
+	t_start() { rxe__t_start_plain "$SHAPE (simulated) $1"; }
 fi
 
 for SPEC in ${PHASES//,/ }; do
