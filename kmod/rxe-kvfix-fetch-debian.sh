@@ -123,6 +123,10 @@ private_sources() {
 from_archive() {
 	local a=$WORK/apt d=$WORK/src rc=0
 	local remedy="put the kernel's source tarball in $CACHE/ as linux-$UPSTREAM.tar.xz (kernel.org's, or Debian's linux_$UPSTREAM.orig.tar.xz renamed) or pass --kernel-tree DIR to rxe-kvfix-prepare; $AGAIN"
+	# Ubuntu's orig tarball is the X.Y release (its diff carries the stable updates):
+	# the tree to give is the source package unpacked
+	[[ $KERNEL_FAMILY != ubuntu ]] ||
+		remedy="on a host that reaches the archive run apt-get source $SRCPKG=$VER (it unpacks the tree) and pass that tree with --kernel-tree DIR to rxe-kvfix-prepare, or reach the archive from here; $AGAIN"
 	private_sources "$a" || fail "this host's apt sources name no Debian archive" "$remedy"
 	APTO=(-o "Dir::Etc::SourceList=$a/sources.list" -o "Dir::Etc::SourceParts=$a/sources.list.d"
 		-o "Dir::State::Lists=$a/lists" -o "Dir::Cache=$a/cache" -o "Acquire::GzipIndexes=true"
@@ -268,5 +272,9 @@ debian_diff() {
 		patch -d "$top" -p1 --batch --forward --no-backup-if-mismatch -s <"$WORK/rxe.diff" >/dev/null ||
 			fail "the rxe part of $(basename "$gz") does not apply to its source" "report it"
 	fi
-	DEBIAN_APPLIED="$n files of $DRIVER_DIR changed by it, applied"
+	if ((n > 0)); then
+		DEBIAN_APPLIED="$n files of $DRIVER_DIR changed by it, applied"
+	else
+		DEBIAN_APPLIED="no file of $DRIVER_DIR changed by it"
+	fi
 }
