@@ -15,12 +15,17 @@ from benchstats import AT_LIMIT_WORDS, GIB, combine, ratio_interval, size_bytes,
 
 TARGET_DEFAULTS = 0.95  # rxe-verify at its defaults / perftest unverified at its defaults
 DF_HEAD = ["msg_size", "op", "pair", "tool", "MiBps", "verified_MiBps", "bytes", "retries", "order",
-           "guest_load1", "validated_bytes"]
+           "guest_load1", "validated_bytes", "user_s", "sys_s"]
+# what defaults.sh wrote before it timed each tool's CPU (still read: no CPU figures)
+DF_HEAD_NO_CPU = DF_HEAD[:-2]
 WT_HEAD = ["msg_size", "round", "mode", "wait_mode", "spin_us", "write_MiBps", "read_MiBps",
            "write_verified_MiBps", "read_verified_MiBps", "bytes", "user_s", "sys_s", "wall_s", "order",
            "guest_load1"]
 TOOLS = ("rxe-verify", "perftest", "perftest26", "perftest26-validated")
 MODE_WORDS = {"default": "default (adaptive)", "busy-poll": "--busy-poll", "no-spin": "--no-spin"}
+TOOL_WORDS = {"rxe-verify": "rxe-verify at defaults (checked)", "perftest": "perftest at defaults (unchecked)",
+              "perftest26": "perftest 26 at defaults (unchecked)",
+              "perftest26-validated": "perftest 26 --data_validation"}
 TARGET_TEXT = (f"at defaults: rxe-verify ≥ {TARGET_DEFAULTS} × perftest unverified, per size and op "
                "(`rxe-verify run -m full` against Debian's ib_write_bw/ib_read_bw, each at its own defaults, "
                "same message size and bytes, interleaved pairs, defaults-pairs.tsv)")
@@ -34,18 +39,22 @@ def _num(x):
     return None if x == "NA" else float(x)
 
 
-def _rows(path, head):
+def _rows(path, head, older=()):
+    """(line number, {column: value}) of each row; a file with an OLDER header (a prefix
+    of HEAD) gives NA for the columns it lacks."""
     with open(path, encoding="utf-8") as f:
         got = f.readline().rstrip("\n").split("\t")
-        if got != head:
+        if got != head and got not in older:
             raise DefaultsError(f"{path}: header is {' '.join(got)!r}, want {' '.join(head)!r} (tab-separated)")
+        missing = head[len(got):]
+        head = got
         for n, line in enumerate(f, 2):
             p = line.rstrip("\n").split("\t")
             if p == [""]:
                 continue
             if len(p) != len(head):
                 raise DefaultsError(f"{path}:{n}: want {len(head)} tab-separated fields ({', '.join(head[:4])}, ...): {line.strip()!r}")
-            yield n, dict(zip(head, p))
+            yield n, {**dict(zip(head, p)), **{k: "NA" for k in missing}}
 
 
 def collect(d):
@@ -54,8 +63,11 @@ def collect(d):
     if not os.path.exists(df) and not os.path.exists(wt):
         return None
     by = {}
+    # CPU per pair: {msg: {tool: {pair: [cpu seconds, bytes]}}}; rxe-verify's one run
+    # moves both ops and carries the run's CPU on both rows: counted once
+    spent = {}
     if os.path.exists(df):
-        for n, r in _rows(df, DF_HEAD):
+        for n, r in _rows(df, DF_HEAD, (DF_HEAD_NO_CPU,)):
             if r["op"] not in ("write", "read") or r["tool"] not in TOOLS:
                 raise DefaultsError(f"{df}:{n}: op must be write or read and tool one of {', '.join(TOOLS)}: {r['op']} {r['tool']}")
             try:
@@ -64,6 +76,14 @@ def collect(d):
             except ValueError:
                 raise DefaultsError(f"{df}:{n}: pair, retries and the MiB/s columns must be numbers (or NA): {r}") from None
             by.setdefault((size_bytes(r["msg_size"]), r["op"]), {}).setdefault(r["tool"], []).append(e)
+            if r["user_s"] != "NA" and e["MiBps"]:
+                try:
+                    c, b = float(r["user_s"]) + float(r["sys_s"]), int(r["bytes"])
+                except ValueError:
+                    raise DefaultsError(f"{df}:{n}: bytes, user_s and sys_s must be numbers (or NA): {r}") from None
+                acc = spent.setdefault(size_bytes(r["msg_size"]), {}).setdefault(r["tool"], {}).setdefault(e["pair"], [0.0, 0])
+                acc[0] = c if r["tool"] == "rxe-verify" else acc[0] + c
+                acc[1] += b
     pairs = []
     for (msg, op), tools in sorted(by.items()):
         fig = {t: {x["pair"]: x["MiBps"] for x in tools.get(t, []) if x["MiBps"]} for t in TOOLS}
@@ -106,6 +126,12 @@ def collect(d):
                               "read": stats([x["read"] for x in runs]), "cpu_per_gib": stats([x["cpu_per_gib"] for x in runs]),
                               "sys_per_gib": stats([x["sys_per_gib"] for x in runs])})
             wait.append({"msg": msg, "msg_text": size_text(msg), "modes": modes})
+    # each tool's CPU at its defaults, per GiB moved, a figure per pair: beside the
+    # waiting modes, in the same boot
+    tools_cpu = {msg: {t: {"pairs": len(per_pair), "cpu_per_gib": stats([c / (b / GIB) for c, b in per_pair.values() if b])}
+                       for t, per_pair in tools.items()} for msg, tools in spent.items()}
+    for w in wait:
+        w["tools"] = tools_cpu.get(w["msg"], {})
     return {"pairs": pairs, "wait": wait}
 
 
@@ -198,7 +224,11 @@ def section(res, p):
       "`--busy-poll` (never sleeps, as perftest) and `--no-spin` (sleeps at once); rounds in ABBA order. CPU: "
       "user + sys of the rxe-verify process per GiB it moved (WRITE and READ), pattern fills, checks and the "
       "kernel's rxe work in its system calls included: the modes differ by what they spend waiting. Median "
-      "(min–max) of the rounds.")
+      "(min–max) of the rounds." + (
+          " Below each size, each tool at its defaults in the same boot (the at-defaults pairs above): perftest's "
+          "CPU is its server's and client's user + sys per GiB it moved with ib_write_bw and ib_read_bw (it "
+          "busy-polls its completion queue and checks no byte), a figure per pair; rxe-verify's the run's (every "
+          "byte checked both ways)." if any(w.get("tools") for w in df["wait"]) else ""))
     p("")
     p("| message | mode | spin µs | rounds | WRITE MiB/s | READ MiB/s | CPU s per GiB | of it sys |")
     p("|---|---|---|---|---|---|---|---|")
@@ -208,4 +238,10 @@ def section(res, p):
             p(f"| {w['msg_text']} | {MODE_WORDS.get(m['mode'], '--spin ' + m['mode'][5:] if m['mode'].startswith('spin-') else m['mode'])} "
               f"| {spin} | {m['rounds']} | {_st(m['write'])} | {_st(m['read'])} | {_st(m['cpu_per_gib'], 3)} | "
               f"{_st(m['sys_per_gib'], 3)} |")
+        mib = {(x["op"], t): v for x in df.get("pairs") or [] if x["msg_text"] == w["msg_text"] for t, v in x["MiBps"].items()}
+        for t in TOOLS:
+            c = w.get("tools", {}).get(t)
+            if c and c["cpu_per_gib"]:
+                p(f"| {w['msg_text']} | {TOOL_WORDS[t]} | – | {c['pairs']} pairs | {_st(mib.get(('write', t)))} | "
+                  f"{_st(mib.get(('read', t)))} | {_st(c['cpu_per_gib'], 3)} | – |")
     p("")

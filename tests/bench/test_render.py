@@ -75,11 +75,12 @@ def write_defaults(d, ratios, pt26=True, short=False):
         for n, r in enumerate(rs, 1):
             o = "rv,pt,pt26" if n % 2 else "pt26,pt,rv"
             b = bs.size_bytes("32M" if short else "64M")
-            rows.append(f"{msg}\t{op}\t{n}\trxe-verify\t{30 * r:.3f}\t{29 * r:.3f}\t{b}\t{n % 2}\t{o}\t1.0\tNA")
-            rows.append(f"{msg}\t{op}\t{n}\tperftest\t30.00\tNA\t{b}\t2\t{o}\t1.0\tNA")
+            # CPU: rxe-verify's run 1.0 s (on both rows), perftest 0.5 s a run (server + client)
+            rows.append(f"{msg}\t{op}\t{n}\trxe-verify\t{30 * r:.3f}\t{29 * r:.3f}\t{b}\t{n % 2}\t{o}\t1.0\tNA\t0.750\t0.250")
+            rows.append(f"{msg}\t{op}\t{n}\tperftest\t30.00\tNA\t{b}\t2\t{o}\t1.0\tNA\t0.400\t0.100")
             if pt26:
-                rows.append(f"{msg}\t{op}\t{n}\tperftest26\t31.00\tNA\t{b}\t0\t{o}\t1.0\tNA")
-                rows.append(f"{msg}\t{op}\t{n}\tperftest26-validated\t{'NA' if n == 2 else '20.00'}\tNA\t{b}\t0\t{o}\t1.0\t{'NA' if n == 2 else b}")
+                rows.append(f"{msg}\t{op}\t{n}\tperftest26\t31.00\tNA\t{b}\t0\t{o}\t1.0\tNA\tNA\tNA")
+                rows.append(f"{msg}\t{op}\t{n}\tperftest26-validated\t{'NA' if n == 2 else '20.00'}\tNA\t{b}\t0\t{o}\t1.0\t{'NA' if n == 2 else b}\tNA\tNA")
     open(os.path.join(d, "defaults-pairs.tsv"), "w").write("\n".join(rows) + "\n")
     w = ["\t".join(benchdefaults.WT_HEAD)]
     for n in (1, 2):
@@ -490,6 +491,12 @@ class Render(unittest.TestCase):
         self.assertAlmostEqual(modes["default"]["sys_per_gib"]["median"], 2.0)
         self.assertEqual((modes["default"]["spin_us"], modes["busy-poll"]["spin_us"]), (50, None))
         self.assertEqual(modes["no-spin"]["write"]["median"], 31.5)
+        # each tool's CPU at its defaults beside the modes: perftest 0.5 s a 64 MiB run
+        # (server + client), rxe-verify 1.0 s its run; perftest 26 gave none (NA)
+        self.assertAlmostEqual(w["tools"]["perftest"]["cpu_per_gib"]["median"], 8.0)
+        self.assertAlmostEqual(w["tools"]["rxe-verify"]["cpu_per_gib"]["median"], 16.0)
+        self.assertEqual(w["tools"]["perftest"]["pairs"], 5)
+        self.assertNotIn("perftest26", w["tools"])
         # the page, from the results and from the summary alike
         res_p, summ = os.path.join(self.d, "results.json"), os.path.join(self.d, "summary.json")
         self.assertEqual(self.run_render("summarize", res_p, "-o", summ).returncode, 0)
@@ -507,6 +514,9 @@ class Render(unittest.TestCase):
                       "0.851 [0.842–0.860] not met | 31.0 (31.0–31.0) | 0.82 [0.81–0.83] | 20.0 (20.0–20.0) | 3 / 10 / 0 |", page)
         self.assertIn("| 64 KiB | --busy-poll | – | 2 | 31.5 (31.0–32.0) | 32.5 (32.0–33.0) | 16.000 (16.000–16.000) | 4.000 (4.000–4.000) |", page)
         self.assertIn("| 64 KiB | default (adaptive) | 50 | 2 |", page)
+        self.assertIn("| 64 KiB | perftest at defaults (unchecked) | – | 5 pairs | 30.0 (30.0–30.0) | – | 8.000 (8.000–8.000) | – |", page)
+        self.assertIn("| 64 KiB | rxe-verify at defaults (checked) | – | 5 pairs |", page)
+        self.assertIn("perftest's CPU is its server's and client's user + sys per GiB", page)
         self.assertIn("defaults 150 s, ", page)
         self.assertNotIn('"samples"', open(summ).read())
         self.assertIn("8 MiB READ 1: 0.90, 2: 1.02", page)
@@ -547,6 +557,18 @@ class Render(unittest.TestCase):
         page = open(os.path.join(self.d, "C.md")).read()
         self.assertIn("## At defaults: rxe-verify and perftest as a user first runs them\n\nNot run in this boot", page)
         self.assertIn("## RDMA bandwidth", page)
+
+    def test_defaults_without_cpu_columns_still_read(self):
+        # defaults-pairs.tsv as defaults.sh wrote it before it timed each tool: no CPU rows
+        import benchdefaults
+        self.write_defaults({("64K", "write"): [1.0, 1.0]})
+        p = os.path.join(self.d, "defaults-pairs.tsv")
+        lines = open(p).read().splitlines()
+        open(p, "w").write("\n".join("\t".join(x.split("\t")[:len(benchdefaults.DF_HEAD_NO_CPU)]) for x in lines) + "\n")
+        res = self.collect()
+        (w,) = res["defaults"]["wait"]
+        self.assertEqual(w["tools"], {})
+        self.assertEqual(res["defaults"]["pairs"][0]["ratio"]["n"], 2)
 
     def test_defaults_bad_header(self):
         open(os.path.join(self.d, "wait-pairs.tsv"), "w").write("msg_size\tmode\n")

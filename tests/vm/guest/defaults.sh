@@ -33,9 +33,11 @@
 #   full (make bench)   64 KiB, 1 MiB, 8 MiB, WRITE and READ, 64 MiB per run, 5 pairs;
 #                       every mode, 5 rounds
 #
+# Each perftest run's server and client are timed the same way (their user + sys: perftest
+# spins on its completion queue), so the CPU per GiB of each tool sits side by side.
 # Output in $OUT: defaults-pairs.tsv (one row per pair, op and tool), wait-pairs.tsv (one
 # row per round, size and mode; bytes: both ops), defaults-summary.txt, raw files df-rv-*.{json,err,rc},
-# df-pt-*.{client,server,rc} and wt-*.{json,err,rc,times}. MiB/s (2^20 bytes: perftest's
+# df-pt-*.{client,server,rc,client.times,server.times} and wt-*.{json,err,rc,times}. MiB/s (2^20 bytes: perftest's
 # "MB/sec"; rxe-verify's JSON MBps is 10^6). tests/bench/render reads the two TSVs.
 # shellcheck disable=SC2317  # df_pair and wt_round (and what they call) run through each_msg, by name
 set -uo pipefail
@@ -115,22 +117,46 @@ PY
 }
 
 # pt TOOL MSG ITERS TAG [ARGS]: perftest at its defaults on $DEV, server then client in
-# this guest, unpinned -> df-pt-TAG.*; prints its BW average in MiB/s, or fails
+# this guest, unpinned -> df-pt-TAG.*; prints its BW average in MiB/s, or fails. Each
+# side runs in a subshell whose `times` (its waited-for children: timeout and the
+# perftest it waited for) is that process's user and sys CPU: df-pt-TAG.{server,client}.times
 pt() {
 	local tool=$1 msg=$2 iters=$3 tag=$4 base spid rc=0 src=0 i
 	shift 4
 	base=$OUT/df-pt-$tag
-	timeout 1800 "$tool" -d "$DEV" -s "$(bytes_of "$msg")" -n "$iters" "$@" >"$base.server" 2>&1 &
+	(
+		timeout 1800 "$tool" -d "$DEV" -s "$(bytes_of "$msg")" -n "$iters" "$@" >"$base.server" 2>&1
+		r=$?
+		times >"$base.server.times"
+		exit "$r"
+	) &
 	spid=$!
 	for ((i = 0; i < 150; i++)); do # perftest listens on TCP 18515 before it allocates
 		ss -ltn 2>/dev/null | grep -q ':18515 ' && break
 		sleep 0.2
 	done
-	timeout 1800 "$tool" -d "$DEV" -s "$(bytes_of "$msg")" -n "$iters" "$@" 127.0.0.1 >"$base.client" 2>&1 || rc=$?
+	(
+		timeout 1800 "$tool" -d "$DEV" -s "$(bytes_of "$msg")" -n "$iters" "$@" 127.0.0.1 >"$base.client" 2>&1
+		r=$?
+		times >"$base.client.times"
+		exit "$r"
+	) || rc=$?
 	wait "$spid" || src=$?
 	printf 'client=%s server=%s iters=%s\n' "$rc" "$src" "$iters" >"$base.rc"
 	((rc == 0 && src == 0)) || return 1
 	awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { bw = $4 } END { if (bw > 0) print bw; else exit 1 }' "$base.client"
+}
+# pt_cpu TAG: "USER SYS" seconds of perftest's server and client together (NA NA
+# without both times files)
+pt_cpu() {
+	local f=$OUT/df-pt-$1
+	[[ -f $f.server.times && -f $f.client.times ]] || {
+		echo NA NA
+		return 0
+	}
+	# bash times: second line, the children: 1m2.345s 0m0.123s
+	awk 'FNR == 2 { for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); t[i] += a[1] * 60 + a[2] } }
+		END { printf "%.3f %.3f\n", t[1], t[2] }' "$f.server.times" "$f.client.times"
 }
 # pt_once: pt, once more when the first run gave no figure (under TCG perftest's rdtsc
 # clock has printed 0.00 MiB/s; guest/bw.sh); the retry is recorded (.retried)
@@ -146,12 +172,14 @@ pt_once() {
 }
 validated() { sed -n 's/^VALIDATION: PASSED.* - [0-9]* chunks, \([0-9]*\) bytes.*/\1/p' "$OUT/df-pt-$1".{client,server} 2>/dev/null | grep -m1 .; }
 
-# row MSG OP N TOOL MIBPS VERIFIED BYTES RETRIES ORDER LOAD VALIDATED: one defaults-pairs.tsv row
-row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$DF_TSV"; }
+# row MSG OP N TOOL MIBPS VERIFIED BYTES RETRIES ORDER LOAD VALIDATED USER_S SYS_S: one
+# defaults-pairs.tsv row (USER_S, SYS_S: the CPU of the run that moved it; rxe-verify's
+# one run moves both ops, so its figures are the run's, the same on both rows)
+row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$DF_TSV"; }
 
 # df_pair MSG N: one pair of the defaults comparison; false when a tool gave no figure
 df_pair() {
-	local msg=$1 n=$2 region iters order step op c0 d v tool mib ok=0 load ww wv rw rvv wb rb
+	local msg=$1 n=$2 region iters order step op c0 d v tool mib ok=0 load ww wv rw rvv wb rb us ss
 	region=$(bytes_of "$REGION")
 	iters=$((region / $(bytes_of "$msg")))
 	load=$(load1)
@@ -163,10 +191,10 @@ df_pair() {
 		case $step in
 		rv)
 			c0=$(retries)
-			if read -r ww wv rw rvv wb rb _ < <(rv_run "$OUT/df-rv-$msg-$n" "$msg"); then
+			if read -r ww wv rw rvv wb rb _ _ us ss _ < <(rv_run "$OUT/df-rv-$msg-$n" "$msg"); then
 				d=$(($(retries) - c0))
-				[[ $OPS != *write* ]] || row "$msg" write "$n" rxe-verify "$ww" "$wv" "$wb" "$d" "${order// /,}" "$load" NA
-				[[ $OPS != *read* ]] || row "$msg" read "$n" rxe-verify "$rw" "$rvv" "$rb" "$d" "${order// /,}" "$load" NA
+				[[ $OPS != *write* ]] || row "$msg" write "$n" rxe-verify "$ww" "$wv" "$wb" "$d" "${order// /,}" "$load" NA "$us" "$ss"
+				[[ $OPS != *read* ]] || row "$msg" read "$n" rxe-verify "$rw" "$rvv" "$rb" "$d" "${order// /,}" "$load" NA "$us" "$ss"
 			else
 				ok=1
 			fi
@@ -178,7 +206,8 @@ df_pair() {
 					mib=NA
 					ok=1
 				}
-				row "$msg" "$op" "$n" perftest "$mib" NA "$((iters * $(bytes_of "$msg")))" "$(($(retries) - c0))" "${order// /,}" "$load" NA
+				read -r us ss < <(pt_cpu "$op-$msg-$n")
+				row "$msg" "$op" "$n" perftest "$mib" NA "$((iters * $(bytes_of "$msg")))" "$(($(retries) - c0))" "${order// /,}" "$load" NA "$us" "$ss"
 			done
 			;;
 		pt26)
@@ -200,7 +229,8 @@ df_pair() {
 						vb=NA
 						ok=1
 					}; fi
-					row "$msg" "$op" "$n" "$tool" "$mib" NA "$((it * $(bytes_of "$msg")))" "$(($(retries) - c0))" "${order// /,}" "$load" "$vb"
+					read -r us ss < <(pt_cpu "${v}26-$op-$msg-$n")
+					row "$msg" "$op" "$n" "$tool" "$mib" NA "$((it * $(bytes_of "$msg")))" "$(($(retries) - c0))" "${order// /,}" "$load" "$vb" "$us" "$ss"
 				done
 			done
 			;;
@@ -243,7 +273,7 @@ rxe_flavor rxe-kvfix || {
 	exit 1
 }
 rxe_dummy_up "$DEV" "$NETDEV" 10.77.8.1/24
-printf 'msg_size\top\tpair\ttool\tMiBps\tverified_MiBps\tbytes\tretries\torder\tguest_load1\tvalidated_bytes\n' >"$DF_TSV"
+printf 'msg_size\top\tpair\ttool\tMiBps\tverified_MiBps\tbytes\tretries\torder\tguest_load1\tvalidated_bytes\tuser_s\tsys_s\n' >"$DF_TSV"
 printf 'msg_size\tround\tmode\twait_mode\tspin_us\twrite_MiBps\tread_MiBps\twrite_verified_MiBps\tread_verified_MiBps\tbytes\tuser_s\tsys_s\twall_s\torder\tguest_load1\n' >"$WT_TSV"
 if ((PEER)); then
 	t_pass "bench defaults: perftest 26 in the guest: its tools at defaults too, without and with --data_validation"
@@ -288,6 +318,16 @@ for m in dict.fromkeys(r["msg_size"] for r in wt):
             cpu = statistics.median((float(r["user_s"]) + float(r["sys_s"])) / (int(r["bytes"]) / 2**30) for r in g)
             print(f"{m:>5} {mode:<10} {statistics.median(float(r['write_MiBps']) for r in g):8.2f} "
                   f"{statistics.median(float(r['read_MiBps']) for r in g):8.2f}  CPU {cpu:.3f} s/GiB")
+    # perftest at its defaults (it spins on its completion queue, checks nothing): its
+    # server's and client's CPU over both ops of a pair, per GiB moved
+    per = {}
+    for r in rows:
+        if r["msg_size"] == m and r["tool"] == "perftest" and r["user_s"] != "NA" and r["MiBps"] != "NA":
+            c = per.setdefault(r["pair"], [0.0, 0])
+            c[0] += float(r["user_s"]) + float(r["sys_s"])
+            c[1] += int(r["bytes"])
+    if per:
+        print(f"{m:>5} perftest   CPU {statistics.median(c / (b / 2**30) for c, b in per.values()):.3f} s/GiB (server + client, unchecked)")
 PY
 n_retried=$(find "$OUT" -maxdepth 1 -name 'df-pt-*.retried' | wc -l)
 echo "perftest runs repeated because the first gave no figure: $n_retried" >>"$SUMMARY"
