@@ -82,6 +82,8 @@ rxe_kvfix_deb_package() {
 	for p in "${pkgs[@]}"; do
 		while read -r st name ver src; do
 			if [[ $st == ii && $name == "$p" ]]; then
+				# a package without a Source field (a locally built one) names itself
+				[[ $src != "$name" ]] || src=''
 				printf '%s %s\n' "$ver" "$src"
 				return 0
 			fi

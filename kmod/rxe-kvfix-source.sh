@@ -334,7 +334,7 @@ find_source() {
 	fi
 	if [[ -n $MISMATCH ]]; then
 		die "no source of kernel $KREL found (${MISMATCH})" \
-			"use the source of exactly ${DEBVER:-$UPSTREAM} (Debian, Ubuntu: apt install $SRCBIN=${DEBVER:-<version>}) or pass --force to use it anyway"
+			"use the source of exactly ${DEBVER:-$UPSTREAM} ($([[ $KERNEL_FAMILY == ubuntu ]] && echo Ubuntu || echo Debian): apt install $SRCBIN=${DEBVER:-<version>}) or pass --force to use it anyway"
 	fi
 	if rxe_kvfix_fedora_like && [[ $FETCH_DEFERRED == 1 ]]; then
 		# not an error: the record's state says deferred, and that state alone
@@ -347,5 +347,5 @@ find_source() {
 			"dnf download --srpm kernel-$KERNEL_NVR && mkdir -p $CACHE && mv kernel-*.src.rpm $CACHE/ (dnf4: --source for --srpm)"
 	fi
 	die "no source of kernel $KREL found (tried: kernel tree, $KERNEL_SRCTAR.*, $CACHE, Fedora source RPM)" \
-		"install $SRCBIN (Debian, Ubuntu), put the kernel's tarball or kernel-*.src.rpm in $CACHE, or pass --kernel-tree DIR"
+		"install $SRCBIN ($([[ $KERNEL_FAMILY == ubuntu ]] && echo Ubuntu || echo Debian)), put the kernel's tarball or kernel-*.src.rpm in $CACHE, or pass --kernel-tree DIR"
 }

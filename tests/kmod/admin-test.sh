@@ -126,9 +126,11 @@ rc=0 rc2=0
 mkdir -p "$W/mods-none"
 xy=$(awk -F' *= *' '$1 == "VERSION" { v = $2 } $1 == "PATCHLEVEL" { p = $2 } END { print v "." p }' "$TREE/Makefile")
 printf '%s\n' "linux-modules-$xy.0-17-generic $xy.0-17.17 linux" "linux-modules-6.1.0-17-generic 6.1.0-17.17 linux" >>"$W/dpkg.tsv"
+# shellcheck disable=SC2031 # PATH: this command's own, with the fake dpkg-query first
 out=$(PATH=$W/ubin:$PATH RXE_KVFIX_MODULES_DIR=$W/mods-none RXE_KVFIX_OS_RELEASE=$W/os-ubuntu RXE_KVFIX_CONF=/nonexistent \
 	"$REPO/kmod/rxe-kvfix-prepare" -q --no-fetch --kernel-tree "$TREE" --out "$W/out-u1" \
 	"$xy.0-17-generic" 2>&1) || rc=$?
+# shellcheck disable=SC2031 # the same
 out2=$(PATH=$W/ubin:$PATH RXE_KVFIX_MODULES_DIR=$W/mods-none RXE_KVFIX_OS_RELEASE=$W/os-ubuntu RXE_KVFIX_CONF=/nonexistent \
 	"$REPO/kmod/rxe-kvfix-prepare" -q --no-fetch --kernel-tree "$TREE" --out "$W/out-u2" 6.1.0-17-generic 2>&1) || rc2=$?
 if ((rc == 0 && rc2 == 1)) && [[ -f $W/out-u1/rxe_mr.c && $(grep -c . <<<"$out2") == 1 && $out2 == *"not of the 6.1 series"* ]]; then
