@@ -220,7 +220,8 @@ TEST(AppRun, BusyPollAndNoSpinExcludeEachOther) {
     run_command(o, prov, host);
     ADD_FAILURE() << "no usage error";
   } catch (const UsageError& u) {
-    EXPECT_NE(u.msg.find("--busy-poll and --no-spin: pick one"), std::string::npos) << u.msg;
+    EXPECT_NE(std::string(u.what()).find("--busy-poll and --no-spin: pick one"), std::string::npos)
+        << u.what();
   }
   EXPECT_EQ(c.regs, 0) << "nothing is registered before the options are checked";
 }

@@ -24,7 +24,7 @@ std::string usage_of(const RunCommandConfig& o) {
   try {
     validate_run_options(o, host);
   } catch (const UsageError& u) {
-    return u.msg;
+    return u.what();
   }
   return "";
 }

@@ -127,7 +127,6 @@ int cli_main(int argc, char** argv) {
   churn->add_flag("--json", co.json, "print JSON (every iteration)");
   churn->add_flag("--force", co.force, "allow sizes beyond available memory");
 
-  std::string which = "";
   try {
     app.parse(argc, argv);
     ro.gid_given = run->count("--gid-index") > 0;
@@ -179,39 +178,24 @@ int cli_main(int argc, char** argv) {
     }
     return out.exit;
   };
-  try {
-    auto host = make_system_host();
-    auto prov = make_ibv_provider();
-    if (run->parsed()) {
-      which = "run";
-      return show(run_command(ro, *prov, *host), ro.json);
-    }
-    if (serve->parsed()) {
-      which = "serve";
-      return show(serve_command(so, *prov, *host), false);
-    }
-    if (doctor->parsed()) {
-      which = "doctor";
-      return show(doctor_command(dco, *host), dj);
-    }
-    if (probe->parsed()) {
-      which = "probe";
-      return show(probe_command(po, *prov, *host), po.json);
-    }
-    if (churn->parsed()) {
-      which = "churn";
-      return show(churn_command(co, *prov, *host), co.json);
-    }
-  } catch (const UsageError& u) {
-    std::fprintf(stderr, "rxe-verify %s: error: %s\n", which.c_str(), u.msg.c_str());
-    return kExitUsage;
-  } catch (const NotReadyError& n) {
-    std::fprintf(stderr, "rxe-verify %s: error: %s\n", which.c_str(), n.msg.c_str());
-    return kExitNotReady;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rxe-verify %s: error: %s\n", which.c_str(), e.what());
-    return kExitFail;
-  }
+  // the one command parsed, run inside the command boundary (its exceptions stop there)
+  auto guarded = [&](const char* cmd, auto&& command) {
+    return run_guarded(cmd, [&] {
+      auto host = make_system_host();
+      auto prov = make_ibv_provider();
+      return command(*prov, *host);
+    });
+  };
+  if (run->parsed())
+    return guarded("run", [&](Provider& p, HostEnv& h) { return show(run_command(ro, p, h), ro.json); });
+  if (serve->parsed())
+    return guarded("serve", [&](Provider& p, HostEnv& h) { return show(serve_command(so, p, h), false); });
+  if (doctor->parsed())
+    return guarded("doctor", [&](Provider&, HostEnv& h) { return show(doctor_command(dco, h), dj); });
+  if (probe->parsed())
+    return guarded("probe", [&](Provider& p, HostEnv& h) { return show(probe_command(po, p, h), po.json); });
+  if (churn->parsed())
+    return guarded("churn", [&](Provider& p, HostEnv& h) { return show(churn_command(co, p, h), co.json); });
   return kExitUsage;
 }
 

@@ -9,18 +9,12 @@
 #include "completion_wait.hpp"
 #include "diagnosis.hpp"
 #include "plan.hpp"
+#include "result.hpp"  // the exit codes
 
 namespace rxv {
 
 inline constexpr const char* kToolVersion = RXV_TOOL_VERSION;
 inline constexpr int kSchemaVersion = 1;
-
-// Exit codes (documented).
-inline constexpr int kExitPass = 0;
-inline constexpr int kExitFail = 1;
-inline constexpr int kExitUsage = 2;
-inline constexpr int kExitNotReady = 3;
-inline constexpr int kExitSkip = 4;
 
 // Every command's verdict; its JSON "verdict" and text are to_string() of it.
 enum class Verdict { Pass, Fail, Skip, NotReady, Ready, Complete, BudgetExhausted };

@@ -4,11 +4,14 @@
 // command and prints the Outcome; unit tests call the commands with the fakes.
 //
 // A bad option value throws UsageError (exit 2); an environment found unable to run the
-// request before anything was pinned throws NotReadyError (exit 3). Progress and error
-// lines go to stderr as the command runs.
+// request before anything was pinned throws NotReadyError (exit 3): both are CommandErrors
+// (result.hpp), caught once, by run_guarded. Every other failure is a Result the command
+// handles: the error line on stderr and, for run and churn, the report with its error.
+// Progress and error lines go to stderr as the command runs.
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -20,13 +23,6 @@
 #include "verbs.hpp"
 
 namespace rxv {
-
-struct UsageError {
-  std::string msg;
-};
-struct NotReadyError {
-  std::string msg;
-};
 
 // What a command produced: its exit code, its JSON document (has_report: one exists; the
 // --json output) and its text output (stdout without --json).
@@ -91,6 +87,12 @@ struct ChurnCommandConfig {
   bool traffic = false, json = false, force = false;
 };
 Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host);
+
+// The command boundary, where a command's exceptions stop: runs `command` (one command,
+// returning its exit code) for `cmd`; a CommandError it throws prints "rxe-verify CMD:
+// error: LINE" and returns the error's exit code (2 usage, 3 not ready), any other
+// std::exception prints its what() the same way and returns kExitFail.
+int run_guarded(const std::string& cmd, const std::function<int()>& command);
 
 // Device choice (pure): the requested name must exist; otherwise the first rxe device.
 // Returns the name, or "" with err and exit code (2 unknown name, 3 none).

@@ -21,7 +21,7 @@
 namespace rxv {
 using nlohmann::json;
 
-void usage(const std::string& m) { throw UsageError{m}; }
+void usage(const std::string& m) { throw UsageError(m); }
 
 void size_usage(const std::string& what, const std::string& err) {
   usage(what + ": " + err +
@@ -59,7 +59,7 @@ void check_ram(HostEnv& host, const std::string& what, std::uint64_t requested, 
   MemFit f =
       check_memory_fit(what, requested, bytes, parse_meminfo(host.read("/proc/meminfo").value_or("")), force);
   if (f.code == kExitUsage) usage(f.error);
-  if (f.code) throw NotReadyError{f.error};
+  if (f.code) throw NotReadyError(f.error);
 }
 
 std::uint64_t seed_or_random(std::uint64_t seed) {
@@ -69,6 +69,18 @@ std::uint64_t seed_or_random(std::uint64_t seed) {
 
 void print_error(const std::string& cmd, const std::string& msg) {
   std::fprintf(stderr, "rxe-verify %s: error: %s\n", cmd.c_str(), msg.c_str());
+}
+
+int run_guarded(const std::string& cmd, const std::function<int()>& command) {
+  try {
+    return command();
+  } catch (const CommandError& e) {
+    print_error(cmd, e.error().line());
+    return e.exit();
+  } catch (const std::exception& e) {
+    print_error(cmd, e.what());
+    return kExitFail;
+  }
 }
 
 DeviceChoice resolve_device(Provider& prov, HostEnv& host, const std::string& wanted, int gid_opt,
