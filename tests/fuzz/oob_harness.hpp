@@ -75,8 +75,8 @@ inline ServeOptions fuzz_serve_options() {
 }
 
 // Runs one session on `input`; returns serve_session's result. f keeps the client end.
-inline std::string server_side(const std::uint8_t* data, std::size_t size, Fed& f) {
-  if (!feed(data, size, f)) return "input too large for the harness";
+inline Result<void> server_side(const std::uint8_t* data, std::size_t size, Fed& f) {
+  if (!feed(data, size, f)) return Error("input too large for the harness");
   LineSocket s(f.reader);
   rxv::testing::FakeControl c;
   rxv::testing::FakeProvider prov(c);
@@ -87,12 +87,11 @@ inline void client_side(const std::uint8_t* data, std::size_t size) {
   Fed f;
   if (!feed(data, size, f)) return;
   LineSocket s(f.reader);
-  std::string err;
-  auto hello = s.recv(std::chrono::seconds(1), err);
+  auto hello = s.recv(std::chrono::seconds(1));
   if (!hello) return;
-  ServerHello h;
-  if (!parse_hello_reply(*hello, h, err)) return;
-  RemotePeer peer(s, h.staging_addr, h.staging_rkey, h.staging_size, std::chrono::seconds(1));
+  auto h = parse_hello_reply(*hello);
+  if (!h) return;
+  RemotePeer peer(s, h->staging_addr, h->staging_rkey, h->staging_size, std::chrono::seconds(1));
   (void)peer.fill(0, 0, 64, 1);
   (void)peer.verify(0, 0, 64, 1, {{1, "this run"}, {2, "an earlier pass"}}, 1 << 20);
 }

@@ -13,22 +13,19 @@
 using namespace rxv;
 
 TEST(Oob, HostPort) {
-  std::string h, e;
-  std::uint16_t p;
-  ASSERT_TRUE(parse_host_port("peer", h, p, e));
-  EXPECT_EQ(h, "peer");
-  EXPECT_EQ(p, kDefaultPort);
-  ASSERT_TRUE(parse_host_port("10.0.0.2:5000", h, p, e));
-  EXPECT_EQ(h, "10.0.0.2");
-  EXPECT_EQ(p, 5000);
-  ASSERT_TRUE(parse_host_port("[fe80::1]:7", h, p, e));
-  EXPECT_EQ(h, "fe80::1");
-  EXPECT_EQ(p, 7);
-  EXPECT_FALSE(parse_host_port("peer:0", h, p, e));
-  EXPECT_FALSE(parse_host_port("peer:x", h, p, e));
-  EXPECT_FALSE(parse_host_port("peer:", h, p, e));
-  EXPECT_FALSE(parse_host_port(":5", h, p, e));
-  EXPECT_FALSE(parse_host_port("", h, p, e));
+  auto hp = parse_host_port("peer");
+  ASSERT_TRUE(hp);
+  EXPECT_EQ(hp->host, "peer");
+  EXPECT_EQ(hp->port, kDefaultPort);
+  hp = parse_host_port("10.0.0.2:5000");
+  ASSERT_TRUE(hp);
+  EXPECT_EQ(hp->host, "10.0.0.2");
+  EXPECT_EQ(hp->port, 5000);
+  hp = parse_host_port("[fe80::1]:7");
+  ASSERT_TRUE(hp);
+  EXPECT_EQ(hp->host, "fe80::1");
+  EXPECT_EQ(hp->port, 7);
+  for (const char* bad : {"peer:0", "peer:x", "peer:", ":5", ""}) EXPECT_FALSE(parse_host_port(bad)) << bad;
 }
 
 // A peer's text is cut for a one-line answer; a cut inside a UTF-8 character made the JSON
@@ -64,20 +61,20 @@ TEST(Oob, LineSocketFramingAndTimeout) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
   LineSocket a(sv[0]), b(sv[1]);
-  EXPECT_EQ(a.send({{"op", "x"}, {"n", 1}}), "");
-  EXPECT_EQ(a.send({{"op", "y"}}), "");
-  std::string err;
-  auto m1 = b.recv(std::chrono::seconds(2), err);
-  auto m2 = b.recv(std::chrono::seconds(2), err);
+  EXPECT_TRUE(a.send({{"op", "x"}, {"n", 1}}));
+  EXPECT_TRUE(a.send({{"op", "y"}}));
+  auto m1 = b.recv(std::chrono::seconds(2));
+  auto m2 = b.recv(std::chrono::seconds(2));
   ASSERT_TRUE(m1 && m2);
   EXPECT_EQ((*m1)["op"], "x");
   EXPECT_EQ((*m2)["op"], "y");
-  auto m3 = b.recv(std::chrono::milliseconds(100), err);
-  EXPECT_FALSE(m3);
-  EXPECT_NE(err.find("timed out"), std::string::npos);
+  auto m3 = b.recv(std::chrono::milliseconds(100));
+  ASSERT_FALSE(m3);
+  EXPECT_NE(m3.error().summary.find("timed out"), std::string::npos);
   ::write(sv[0], "garbage\n", 8);
-  EXPECT_FALSE(b.recv(std::chrono::seconds(1), err));
-  EXPECT_NE(err.find("malformed"), std::string::npos);
+  auto m4 = b.recv(std::chrono::seconds(1));
+  ASSERT_FALSE(m4);
+  EXPECT_NE(m4.error().summary.find("malformed"), std::string::npos);
 }
 
 namespace {
@@ -108,26 +105,25 @@ TEST(Oob, ServeAndRunEndToEndWithFakeVerbs) {
   int server_rc = -1;
   std::thread srv([&] { server_rc = run_server(sprov, so); });
 
-  std::string err;
-  std::optional<LineSocket> sock;
+  Result<LineSocket> sock = Error("not tried");
   for (int i = 0; i < 100 && !sock; ++i) {
-    sock = tcp_connect("127.0.0.1", so.port, std::chrono::seconds(2), err);
+    sock = tcp_connect("127.0.0.1", so.port, std::chrono::seconds(2));
     if (!sock) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_TRUE(sock) << err;
+  ASSERT_TRUE(sock) << sock.error().summary;
   rxv::testing::FakeDevice cdev(cctl);
+  std::string err;
   auto qp = cdev.create_qp({}, err);
   RunConfig cfg;
   cfg.two_host = true;
   cfg.seed = 5;
   cfg.passes = 1;
-  ASSERT_EQ(sock->send(nlohmann::json{{"op", "hello"},
-                                      {"version", 1},
-                                      {"qp", qp_to_json(qp->local_addr())},
-                                      {"staging", staging_bytes_for(cfg)}}),
-            "");
-  auto hr = sock->recv(std::chrono::seconds(10), err);
-  ASSERT_TRUE(hr) << err;
+  ASSERT_TRUE(sock->send(nlohmann::json{{"op", "hello"},
+                                        {"version", 1},
+                                        {"qp", qp_to_json(qp->local_addr())},
+                                        {"staging", staging_bytes_for(cfg)}}));
+  auto hr = sock->recv(std::chrono::seconds(10));
+  ASSERT_TRUE(hr) << hr.error().summary;
   ASSERT_TRUE(hr->value("ok", false)) << hr->dump();
   auto st = (*hr)["staging"];
   RemotePeer peer(*sock, st["addr"].get<std::uint64_t>(), st["rkey"].get<std::uint32_t>(),
@@ -145,8 +141,8 @@ TEST(Oob, ServeAndRunEndToEndWithFakeVerbs) {
   ASSERT_TRUE(r2.mismatch);
   EXPECT_EQ(r2.mismatch->direction, Direction::Write);
 
-  sock->send(nlohmann::json{{"op", "bye"}});
-  sock->recv(std::chrono::seconds(5), err);
+  EXPECT_TRUE(sock->send(nlohmann::json{{"op", "bye"}}));
+  EXPECT_TRUE(sock->recv(std::chrono::seconds(5)));
   srv.join();
   EXPECT_EQ(server_rc, 0);
 }

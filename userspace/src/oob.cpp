@@ -67,43 +67,32 @@ std::string peer_text(const json& m, const char* key, const std::string& def) {
 }
 }  // namespace
 
-bool parse_hello_reply(const json& r, ServerHello& h, std::string& err) {
-  if (!bool_field(r, "ok")) {
-    err = "server refused: " + peer_text(r, "error", "?");
-    return false;
-  }
+Result<ServerHello> parse_hello_reply(const json& r) {
+  if (!bool_field(r, "ok")) return Error("server refused: " + peer_text(r, "error", "?"));
   auto q = r.find("qp");
   auto st = r.find("staging");
   std::optional<QpAddr> qa;
   if (q != r.end()) qa = qp_from_json(*q);
-  if (!qa || st == r.end() || !st->is_object()) {
-    err = "malformed server answer";
-    return false;
-  }
+  if (!qa || st == r.end() || !st->is_object()) return Error("malformed server answer");
   auto addr = u64_field(*st, "addr", 0), rkey = u64_field(*st, "rkey", 0), size = u64_field(*st, "size", 0);
-  if (!addr || !rkey || !size || *rkey > 0xffffffffu || *size == 0) {
-    err = "malformed server answer (staging buffer)";
-    return false;
-  }
+  if (!addr || !rkey || !size || *rkey > 0xffffffffu || *size == 0)
+    return Error("malformed server answer (staging buffer)");
+  ServerHello h;
   h.qp = *qa;
   h.staging_addr = *addr;
   h.staging_rkey = static_cast<std::uint32_t>(*rkey);
   h.staging_size = *size;
-  return true;
+  return h;
 }
 
-std::optional<json> RemotePeer::call(const json& req, std::string& err) {
-  if (auto e = s_.send(req); !e.empty()) {
-    err = e;
-    return std::nullopt;
-  }
-  return s_.recv(timeout_, err);
+Result<json> RemotePeer::call(const json& req) {
+  if (auto sent = s_.send(req); !sent) return std::move(sent).error();
+  return s_.recv(timeout_);
 }
 
 std::string RemotePeer::fill(std::uint64_t st, std::uint64_t off, std::uint64_t len, std::uint64_t key) {
-  std::string err;
-  auto r = call({{"op", "fill"}, {"st", st}, {"off", off}, {"len", len}, {"key", key}}, err);
-  if (!r) return err;
+  auto r = call({{"op", "fill"}, {"st", st}, {"off", off}, {"len", len}, {"key", key}});
+  if (!r) return r.error().summary;
   if (!bool_field(*r, "ok")) return peer_text(*r, "error", "peer refused fill");
   return "";
 }
@@ -113,18 +102,16 @@ VerifyOutcome RemotePeer::verify(std::uint64_t st, std::uint64_t off, std::uint6
   VerifyOutcome v;
   json c = json::array();
   for (const auto& k : cands) c.push_back(json::array({k.key, k.label}));
-  std::string err;
   auto r = call({{"op", "verify"},
                  {"st", st},
                  {"off", off},
                  {"len", len},
                  {"key", key},
                  {"candidates", c},
-                 {"region_size", region_size}},
-                err);
+                 {"region_size", region_size}});
   if (!r) {
     v.ok = false;
-    v.error = err;
+    v.error = r.error().summary;
     return v;
   }
   if (bool_field(*r, "ok")) return v;

@@ -44,7 +44,8 @@ struct ServerHello {
   std::uint32_t staging_rkey = 0;
   std::uint64_t staging_size = 0;
 };
-bool parse_hello_reply(const nlohmann::json& r, ServerHello& h, std::string& err);
+// The server refused ("server refused: ERROR") or answered something malformed.
+Result<ServerHello> parse_hello_reply(const nlohmann::json& r);
 
 class RemotePeer final : public Peer {
  public:
@@ -60,7 +61,7 @@ class RemotePeer final : public Peer {
                        const std::vector<KeyCandidate>& candidates, std::uint64_t region_size) override;
 
  private:
-  std::optional<nlohmann::json> call(const nlohmann::json& req, std::string& err);
+  Result<nlohmann::json> call(const nlohmann::json& req);
   LineSocket& s_;
   std::uint64_t addr_;
   std::uint32_t rkey_;

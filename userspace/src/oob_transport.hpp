@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "result.hpp"
+
 namespace rxv {
 
 inline constexpr std::uint16_t kDefaultPort = 47910;
@@ -30,30 +32,39 @@ class LineSocket {
   LineSocket& operator=(const LineSocket&) = delete;
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }
-  // "" or error; a string that is not UTF-8 goes out with U+FFFD in its place
-  std::string send(const nlohmann::json& j);
-  // Next message, or nullopt with err set (timeout, closed, bad JSON).
-  std::optional<nlohmann::json> recv(std::chrono::milliseconds timeout, std::string& err);
+  // One message out; a string that is not UTF-8 goes out with U+FFFD in its place.
+  Result<void> send(const nlohmann::json& j);
+  // The next message, or an error: timed out, closed by the peer (closed_by_peer), not a
+  // JSON object, or over kMaxMessageBytes without a newline.
+  Result<nlohmann::json> recv(std::chrono::milliseconds timeout);
 
  private:
   int fd_ = -1;
   std::string buf_;
 };
 
-// "host", "host:port", "[v6]:port"
-bool parse_host_port(const std::string& s, std::string& host, std::uint16_t& port, std::string& err);
-std::optional<LineSocket> tcp_connect(const std::string& host, std::uint16_t port,
-                                      std::chrono::milliseconds timeout, std::string& err);
+// recv's error when the peer closed the connection (a clean end between messages).
+bool closed_by_peer(const Error& e);
 
-// Why tcp_listen failed: the bind address did not resolve, no socket, or bind/listen
-// refused (the port taken, say).
-enum class ListenFailure { Resolve, Socket, Bind };
+// A peer address: "host", "host:port", "[v6]:port" (port 1-65535, default kDefaultPort).
+struct HostPort {
+  std::string host;
+  std::uint16_t port = kDefaultPort;
+};
+// Errors are usage errors (exit 2) whose summary follows "--connect: ".
+Result<HostPort> parse_host_port(const std::string& s);
+
+// A connected socket, or why not (the name did not resolve, every address refused or
+// timed out): exit 3, cause network_path_or_firewall.
+Result<LineSocket> tcp_connect(const std::string& host, std::uint16_t port,
+                               std::chrono::milliseconds timeout);
+
 // A listening socket on bind:port (bind "" = any, on an IPv6 dual-stack socket when there
-// is one), or nullopt with err and why set.
-std::optional<LineSocket> tcp_listen(const std::string& bind, std::uint16_t port, std::string& err,
-                                     ListenFailure& why);
-// The next client of `listener`, or nullopt when none came within timeout_ms (-1: wait
-// forever).
-std::optional<LineSocket> tcp_accept(const LineSocket& listener, int timeout_ms);
+// is one), or why not: the bind address did not resolve (exit 2), no socket (exit 3), or
+// bind/listen refused, the port taken, say (exit 3, the remedy says to choose another).
+Result<LineSocket> tcp_listen(const std::string& bind, std::uint16_t port);
+// The next client of `listener`, or an error (exit 3) when none came within timeout_ms
+// (-1: wait forever).
+Result<LineSocket> tcp_accept(const LineSocket& listener, int timeout_ms);
 
 }  // namespace rxv

@@ -84,9 +84,12 @@ RunOptions validate_run_options(const RunCommandConfig& o, HostEnv& host) {
   cfg.progress = !o.no_progress && !o.json && stderr_is_tty();
   for (auto s : sizes) check_ram(host, "--size", s, s + cfg.offset + staging_bytes_for(cfg), o.force);
   if (cfg.two_host) {
+    auto hp = parse_host_port(o.connect);
+    if (!hp) usage("--connect: " + hp.error().summary);
     std::string e;
-    if (!parse_host_port(o.connect, r.peer_host, r.port, e) || !check_peer_host(r.peer_host, e))
-      usage("--connect: " + e);
+    if (!check_peer_host(hp->host, e)) usage("--connect: " + e);
+    r.peer_host = hp->host;
+    r.port = hp->port;
   }
   return r;
 }

@@ -26,18 +26,19 @@ bool range_ok(std::uint64_t st, std::uint64_t len, std::uint64_t size) {
 
 }  // namespace
 
-std::string serve_session(Provider& prov, const ServeOptions& o, LineSocket& s) {
+Result<void> serve_session(Provider& prov, const ServeOptions& o, LineSocket& s) {
   // a silent client holds the (one-client-at-a-time) server for at most this long, also
   // with --timeout 0 (which only means: wait for a client forever)
   double idle = o.timeout > 0 ? o.timeout : kDefaultIdleSeconds;
   auto to = std::chrono::milliseconds(static_cast<long long>(idle * 1000));
+  // an answer that cannot be sent shows as the next recv's error
+  auto reply = [&](const json& j) { (void)s.send(j); };
   auto refuse = [&](const std::string& e) {
-    s.send({{"ok", false}, {"error", e}});
-    return e;
+    reply({{"ok", false}, {"error", e}});
+    return Error(e);
   };
-  std::string err;
-  auto hello = s.recv(to, err);
-  if (!hello) return err == "connection closed by peer" ? err : refuse(err);
+  auto hello = s.recv(to);
+  if (!hello) return closed_by_peer(hello.error()) ? hello.error() : refuse(hello.error().summary);
   auto op0 = str_field(*hello, "op", "");
   if (!op0 || *op0 != "hello") return refuse("first message is not hello");
   std::optional<QpAddr> rq;
@@ -59,47 +60,47 @@ std::string serve_session(Provider& prov, const ServeOptions& o, LineSocket& s) 
     return refuse("server cannot register its " + std::to_string(*staging) +
                   "-byte staging buffer: " + std::strerror(peer.reg_errno()));
   if (auto e = qp->connect(*rq); !e.empty()) return refuse(e);
-  s.send({{"ok", true},
-          {"version", kProtocolVersion},
-          {"qp", qp_to_json(qp->local_addr())},
-          {"staging",
-           {{"addr", peer.staging_addr()}, {"rkey", peer.staging_rkey()}, {"size", peer.staging_size()}}},
-          {"device", o.device},
-          {"module", o.module_flavor}});
+  reply({{"ok", true},
+         {"version", kProtocolVersion},
+         {"qp", qp_to_json(qp->local_addr())},
+         {"staging",
+          {{"addr", peer.staging_addr()}, {"rkey", peer.staging_rkey()}, {"size", peer.staging_size()}}},
+         {"device", o.device},
+         {"module", o.module_flavor}});
   if (!o.quiet) say("client connected; serving " + o.device);
   while (true) {
-    auto m = s.recv(to, err);
-    if (!m) return err == "connection closed by peer" ? "" : refuse(err);
+    auto m = s.recv(to);
+    if (!m) return closed_by_peer(m.error()) ? Result<void>{} : refuse(m.error().summary);
     auto op = str_field(*m, "op", "");
     auto st = u64_field(*m, "st", 0), off = u64_field(*m, "off", 0), len = u64_field(*m, "len", 0),
          key = u64_field(*m, "key", 0);
     if (!op) {
-      s.send({{"ok", false}, {"error", "bad field 'op' (a string)"}});
+      reply({{"ok", false}, {"error", "bad field 'op' (a string)"}});
       continue;
     }
     if (*op == "bye") {
-      s.send({{"ok", true}});
-      return "";
+      reply({{"ok", true}});
+      return {};
     }
     if (*op != "fill" && *op != "verify") {
       std::string shown = shorten_utf8(*op, 40);
-      s.send({{"ok", false}, {"error", "unknown op '" + shown + "'"}});
+      reply({{"ok", false}, {"error", "unknown op '" + shown + "'"}});
       continue;
     }
     if (!st || !off || !len || !key) {
-      s.send({{"ok", false},
-              {"error", "bad field in " + *op +
-                            ": st, off, len and key are "
-                            "non-negative integers"}});
+      reply({{"ok", false},
+             {"error", "bad field in " + *op +
+                           ": st, off, len and key are "
+                           "non-negative integers"}});
       continue;
     }
     if (!range_ok(*st, *len, peer.staging_size())) {
-      s.send({{"ok", false}, {"error", "staging range out of bounds"}});
+      reply({{"ok", false}, {"error", "staging range out of bounds"}});
       continue;
     }
     if (*op == "fill") {
       std::string e = peer.fill(*st, *off, *len, *key);
-      s.send(e.empty() ? json{{"ok", true}} : json{{"ok", false}, {"error", e}});
+      reply(e.empty() ? json{{"ok", true}} : json{{"ok", false}, {"error", e}});
       continue;
     }
     std::vector<KeyCandidate> c;
@@ -110,33 +111,32 @@ std::string serve_session(Provider& prov, const ServeOptions& o, LineSocket& s) 
           c.push_back({x[0].get<std::uint64_t>(), x[1].get<std::string>()});
     auto rs = u64_field(*m, "region_size", *len + *off);
     if (!rs) {
-      s.send({{"ok", false}, {"error", "bad field 'region_size' (a non-negative integer)"}});
+      reply({{"ok", false}, {"error", "bad field 'region_size' (a non-negative integer)"}});
       continue;
     }
     auto v = peer.verify(*st, *off, *len, *key, c, *rs);
     if (v.ok) {
-      s.send({{"ok", true}});
+      reply({{"ok", true}});
     } else if (v.mismatch) {
-      s.send({{"ok", false},
-              {"mismatch",
-               {{"offset", v.mismatch->region_offset},
-                {"expected", v.mismatch->expected},
-                {"actual", v.mismatch->actual},
-                {"bad_bytes", v.mismatch->bad_bytes}}},
-              {"explanation", v.explanation}});
+      reply({{"ok", false},
+             {"mismatch",
+              {{"offset", v.mismatch->region_offset},
+               {"expected", v.mismatch->expected},
+               {"actual", v.mismatch->actual},
+               {"bad_bytes", v.mismatch->bad_bytes}}},
+             {"explanation", v.explanation}});
     } else {
-      s.send({{"ok", false}, {"error", v.error}});
+      reply({{"ok", false}, {"error", v.error}});
     }
   }
 }
 
 int run_server(Provider& prov, const ServeOptions& o) {
-  std::string err;
-  ListenFailure why = ListenFailure::Resolve;
-  auto listener = tcp_listen(o.bind, o.port, err, why);
+  auto listener = tcp_listen(o.bind, o.port);
   if (!listener) {
-    say("error: " + err + (why == ListenFailure::Bind ? " (choose another with --port)" : ""));
-    return why == ListenFailure::Resolve ? kExitUsage : kExitNotReady;
+    const Error& e = listener.error();
+    say("error: " + e.summary + (e.remedy.empty() ? "" : " (" + e.remedy + ")"));
+    return e.exit;
   }
   say("listening on TCP port " + std::to_string(o.port) + " (device " + o.device + ", gid index " +
       std::to_string(o.gid_index) + ")" + (o.forever ? "" : "; exits after one client"));
@@ -148,10 +148,10 @@ int run_server(Provider& prov, const ServeOptions& o) {
           " s; giving up (use --timeout 0 to wait forever)");
       return kExitNotReady;
     }
-    std::string e = serve_session(prov, o, *client);
-    if (!e.empty()) say("session ended: " + e);
+    auto session = serve_session(prov, o, *client);
+    if (!session) say("session ended: " + session.error().summary);
     else say("client finished");
-    if (!o.forever) return e.empty() ? kExitPass : kExitFail;
+    if (!o.forever) return session ? kExitPass : kExitFail;
   }
 }
 

@@ -23,8 +23,8 @@ struct ServeOptions {
 };
 
 // One client session on an accepted socket (run_server's loop; the fuzz target and the
-// unit tests drive it over a socketpair); "" on a clean end, else the one-line reason.
-std::string serve_session(Provider& prov, const ServeOptions& o, LineSocket& s);
+// unit tests drive it over a socketpair): success on a clean end, else the one-line reason.
+Result<void> serve_session(Provider& prov, const ServeOptions& o, LineSocket& s);
 
 // Runs the server loop; returns an exit code. Messages go to stderr (one line each).
 int run_server(Provider& prov, const ServeOptions& o);
