@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "verbs.hpp"
 
@@ -25,6 +26,8 @@ struct FakeControl {
   int regs = 0;
   std::size_t max_sges_seen = 0;
   bool port_active = true;
+  // non-empty: Provider::open, Device::create_qp or QueuePair::connect fails with it (exit 3)
+  std::string open_error, create_qp_error, connect_error;
   // Completion behaviour and what the engine did.
   unsigned complete_per_poll = 0;  // WRs executed per poll() call, 0 = all queued
   bool reverse_batches = false;    // return each poll's completions newest first
@@ -54,13 +57,16 @@ class FakeQp final : public QueuePair {
  public:
   FakeQp(FakeControl& c, unsigned depth) : c_(c), depth_(depth) {}
   QpAddr local_addr() const override { return QpAddr{7, 1, {}}; }
-  std::string connect(const QpAddr&) override { return ""; }
-  std::string post(const WorkRequest& w) override {
-    if (broken_) return "broken";
+  Result<void> connect(const QpAddr&) override {
+    if (!c_.connect_error.empty()) return Error(c_.connect_error, "", kExitNotReady);
+    return {};
+  }
+  Result<void> post(const WorkRequest& w) override {
+    if (broken_) return Error("broken");
     if (queue_.size() + unreaped_ >= depth_) {
       ++c_.overcommits;
       broken_ = true;
-      return "ibv_post_send: Cannot allocate memory (send queue full)";
+      return Error("ibv_post_send: Cannot allocate memory (send queue full)");
     }
     c_.max_sges_seen = std::max(c_.max_sges_seen, w.sges.size());
     if (w.op == OpCode::Read) {
@@ -71,7 +77,7 @@ class FakeQp final : public QueuePair {
     c_.max_in_flight = std::max<unsigned>(c_.max_in_flight, static_cast<unsigned>(queue_.size()));
     if (w.signaled) ++c_.signaled;
     ++c_.posted;
-    return "";
+    return {};
   }
   int poll(std::vector<Completion>& out, int max, std::chrono::milliseconds) override {
     ++c_.polls;
@@ -187,10 +193,11 @@ class FakeDevice final : public Device {
     r.mr = std::make_unique<FakeMr>(static_cast<std::uint32_t>(c_.regs));
     return r;
   }
-  std::unique_ptr<QueuePair> create_qp(const QpParams& p, std::string&) override {
+  Result<std::unique_ptr<QueuePair>> create_qp(const QpParams& p) override {
+    if (!c_.create_qp_error.empty()) return Error(c_.create_qp_error, "", kExitNotReady);
     c_.created_depth = p.tx_depth;
     c_.created_wait = p.wait;
-    return std::make_unique<FakeQp>(c_, p.tx_depth);
+    return std::unique_ptr<QueuePair>(std::make_unique<FakeQp>(c_, p.tx_depth));
   }
 
  private:
@@ -201,8 +208,9 @@ class FakeProvider final : public Provider {
  public:
   explicit FakeProvider(FakeControl& c) : c_(c) {}
   std::vector<std::string> list_devices() override { return {"rxe0"}; }
-  std::unique_ptr<Device> open(const std::string&, std::string&) override {
-    return std::make_unique<FakeDevice>(c_);
+  Result<std::unique_ptr<Device>> open(const std::string&) override {
+    if (!c_.open_error.empty()) return Error(c_.open_error, "", kExitNotReady);
+    return std::unique_ptr<Device>(std::make_unique<FakeDevice>(c_));
   }
 
  private:

@@ -71,3 +71,54 @@ TEST(AppServeLoop, NoClientIsNotReady) {
       std::string::npos)
       << s.err;
 }
+
+namespace {
+// serve_session on a socketpair with a good hello: the reply line and the result.
+struct Refused {
+  std::string result, reply;
+};
+Refused session_with(FakeControl& c) {
+  int sv[2];
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  const std::string hello =
+      R"({"op":"hello","version":1,"qp":{"qpn":17,"psn":5,"gid":"00112233445566778899aabbccddeeff"},"staging":4096})"
+      "\n";
+  EXPECT_EQ(::write(sv[1], hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
+  FakeProvider prov(c);
+  ServeOptions o = on("", 0, 1);
+  o.quiet = true;
+  Refused r;
+  {
+    LineSocket s(sv[0]);
+    auto done = serve_session(prov, o, s);
+    r.result = done ? "" : done.error().summary;
+  }
+  LineSocket client(sv[1]);
+  auto answer = client.recv(std::chrono::seconds(1));
+  r.reply = answer ? answer->value("error", "") : "no answer: " + answer.error().summary;
+  return r;
+}
+}  // namespace
+
+// The device's own error, as before: the client reads it, the server logs it.
+TEST(AppServeLoop, DeviceErrorsRefuseTheClientWithTheVerbsText) {
+  FakeControl open_fails;
+  open_fails.open_error = "cannot open rxe0: No such device";
+  auto a = session_with(open_fails);
+  EXPECT_EQ(a.result, "cannot open rxe0: No such device");
+  EXPECT_EQ(a.reply, "cannot open rxe0: No such device");
+  FakeControl qp_fails;
+  qp_fails.create_qp_error = "ibv_create_cq: Cannot allocate memory";
+  auto b = session_with(qp_fails);
+  EXPECT_EQ(b.result, "ibv_create_cq: Cannot allocate memory");
+  EXPECT_EQ(b.reply, "ibv_create_cq: Cannot allocate memory");
+  FakeControl connect_fails;
+  connect_fails.connect_error = "ibv_modify_qp(RTR): Invalid argument";
+  auto c = session_with(connect_fails);
+  EXPECT_EQ(c.result, "ibv_modify_qp(RTR): Invalid argument");
+  EXPECT_EQ(c.reply, "ibv_modify_qp(RTR): Invalid argument");
+  FakeControl down;
+  down.port_active = false;
+  auto d = session_with(down);
+  EXPECT_EQ(d.reply, "port 1 of rxe0 is not ACTIVE on the server");
+}

@@ -35,8 +35,7 @@ struct Rig {
   DiagInput base;
   int kmem_calls = 0;
   Rig() {
-    std::string e;
-    qp = dev.create_qp({}, e);
+    qp = dev.create_qp({}).value();
     cfg.size = 4ull << 20;
     cfg.count = 5;
     cfg.run.passes = 1;

@@ -21,8 +21,7 @@ struct Rig {
   RunConfig cfg;
   DiagInput base;
   Rig(RunConfig c = {}) : cfg(c) {
-    std::string e;
-    qp = dev.create_qp({}, e);
+    qp = dev.create_qp({}).value();
     cfg.seed = 99;
     peer = std::make_unique<LocalPeer>(dev, staging_bytes_for(cfg));
     base.buddyinfo = data("buddyinfo-host.txt");
@@ -196,10 +195,9 @@ TEST(Engine, PipelinesFullModeAndCapsReadsAtRdAtomic) {
   c.passes = 1;
   c.tx_depth = 32;
   Rig r(c);
-  std::string e;
   QpParams p;
   p.tx_depth = 32;
-  r.qp = r.dev.create_qp(p, e);
+  r.qp = r.dev.create_qp(p).value();
   r.ctl.rd_atomic = 4;
   auto s = r.run(8ull << 20);  // 128 transfers each way
   ASSERT_EQ(s.result, SizeOutcome::Pass) << (s.diagnosis ? s.diagnosis->summary : "");
@@ -285,4 +283,40 @@ TEST(Engine, DurationRepeatsPassesUntilTimeIsUp) {
   EXPECT_GT(s.passes, 1u);
   EXPECT_EQ(s.write.bytes, static_cast<std::uint64_t>(s.passes) << 20);
   EXPECT_EQ(s.verified_bytes, 2 * s.write.bytes);
+}
+
+namespace {
+// The loopback peer, but every fill fails as a broken connection to `serve` would.
+class FillFailsPeer final : public Peer {
+ public:
+  explicit FillFailsPeer(Peer& p) : p_(p) {}
+  std::uint64_t staging_addr() const override { return p_.staging_addr(); }
+  std::uint32_t staging_rkey() const override { return p_.staging_rkey(); }
+  std::uint64_t staging_size() const override { return p_.staging_size(); }
+  Result<void> fill(std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t) override {
+    return Error("connection closed by peer");
+  }
+  VerifyOutcome verify(std::uint64_t st, std::uint64_t off, std::uint64_t len, std::uint64_t key,
+                       const std::vector<KeyCandidate>& c, std::uint64_t region) override {
+    return p_.verify(st, off, len, key, c, region);
+  }
+
+ private:
+  Peer& p_;
+};
+}  // namespace
+
+// A peer's fill error (the READ loop's prepare step) is the size's network diagnosis,
+// its text first, as before the fill returned a Result.
+TEST(Engine, PeerFillErrorIsANetworkDiagnosis) {
+  Rig r;
+  FillFailsPeer peer(*r.peer);
+  Engine e(r.dev, *r.qp, peer, r.cfg, [&r] { return r.base; });
+  auto s = e.run_size(1ull << 20);
+  EXPECT_EQ(s.result, SizeOutcome::Fail);
+  ASSERT_TRUE(s.diagnosis);
+  EXPECT_EQ(s.diagnosis->cause, cause::kNetwork);
+  EXPECT_EQ(s.diagnosis->summary.rfind("peer fill failed: connection closed by peer; RDMA READ of ", 0), 0u)
+      << s.diagnosis->summary;
+  EXPECT_EQ(s.diagnosis->remedy, "check the out-of-band TCP connection to the peer");
 }

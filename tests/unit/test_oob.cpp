@@ -112,8 +112,7 @@ TEST(Oob, ServeAndRunEndToEndWithFakeVerbs) {
   }
   ASSERT_TRUE(sock) << sock.error().summary;
   rxv::testing::FakeDevice cdev(cctl);
-  std::string err;
-  auto qp = cdev.create_qp({}, err);
+  auto qp = cdev.create_qp({}).value();
   RunConfig cfg;
   cfg.two_host = true;
   cfg.seed = 5;

@@ -28,10 +28,9 @@ struct Lane {
   std::size_t max_unverified = 0;
   LoopSpec spec;
   Lane(std::size_t n, unsigned depth, unsigned slots) : src(n * kLen), dst(n * kLen) {
-    std::string e;
     QpParams p;
     p.tx_depth = depth;
-    qp = dev.create_qp(p, e);
+    qp = dev.create_qp(p).value();
     for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 7 + 3);
     spec.count = n;
     spec.depth = depth;
@@ -44,9 +43,9 @@ struct Lane {
       w.raddr = reinterpret_cast<std::uint64_t>(dst.data() + i * kLen);
       return std::vector<WorkRequest>{w};
     };
-    spec.prepare = [this](std::size_t i) {
+    spec.prepare = [this](std::size_t i) -> Result<void> {
       max_unverified = std::max(max_unverified, i - checked.load());
-      return std::string();
+      return {};
     };
     spec.check = [this](std::size_t i) {
       VerifyOutcome v;
@@ -187,4 +186,63 @@ TEST(Pipeline, StagingMemoryFormula) {
   EXPECT_EQ(staging_bytes_for(c), 8ull << 20);
   c.tx_depth = 4;
   EXPECT_EQ(staging_bytes_for(c), 4ull * (64 << 10));
+}
+
+// The error of a prepare step (a peer's fill) stops posting and is the failure's text.
+TEST(Pipeline, PrepareErrorStopsTheLoopWithItsText) {
+  Lane l(20, 4, 64);
+  l.spec.threaded = false;
+  l.spec.prepare = [](std::size_t i) -> Result<void> {
+    if (i == 5) return Error("peer refused fill");
+    return {};
+  };
+  auto r = l.run();
+  ASSERT_EQ(r.failure.kind, LoopFailure::Kind::Prepare);
+  EXPECT_EQ(r.failure.transfer, 5u);
+  EXPECT_EQ(r.failure.status_str, "peer refused fill");
+  EXPECT_EQ(describe(r.failure).rfind("transfer 5 could not be prepared: peer refused fill; ", 0), 0u)
+      << describe(r.failure);
+}
+
+namespace {
+// The fake QP, but its post number `fail_at` (0-based) fails as libibverbs would say it.
+class FailingPostQp final : public QueuePair {
+ public:
+  FailingPostQp(QueuePair& q, unsigned fail_at) : q_(q), fail_at_(fail_at) {}
+  QpAddr local_addr() const override { return q_.local_addr(); }
+  Result<void> connect(const QpAddr& r) override { return q_.connect(r); }
+  Result<void> post(const WorkRequest& w) override {
+    if (posts_++ == fail_at_) {
+      broken_ = true;
+      return Error("ibv_post_send: Invalid argument");
+    }
+    return q_.post(w);
+  }
+  int poll(std::vector<Completion>& out, int max, std::chrono::milliseconds wait) override {
+    return q_.poll(out, max, wait);
+  }
+  void drain() override { q_.drain(); }
+  unsigned max_send_wr() const override { return q_.max_send_wr(); }
+  unsigned max_rd_atomic() const override { return q_.max_rd_atomic(); }
+  bool broken() const override { return broken_ || q_.broken(); }
+
+ private:
+  QueuePair& q_;
+  unsigned fail_at_, posts_ = 0;
+  bool broken_ = false;
+};
+}  // namespace
+
+TEST(Pipeline, PostErrorNamesTheRequestAndTheVerbsCall) {
+  Lane l(20, 4, 64);
+  FailingPostQp qp(*l.qp, 6);
+  auto r = run_pipeline(qp, l.spec);
+  ASSERT_EQ(r.failure.kind, LoopFailure::Kind::Post);
+  EXPECT_EQ(r.failure.transfer, 6u);
+  EXPECT_EQ(r.failure.wr_id, 7u);
+  EXPECT_EQ(r.failure.status_str, "ibv_post_send: Invalid argument");
+  EXPECT_EQ(describe(r.failure).rfind(
+                "transfer 6 (wr_id 7) could not be posted: ibv_post_send: Invalid argument", 0),
+            0u)
+      << describe(r.failure);
 }

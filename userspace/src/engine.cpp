@@ -63,11 +63,11 @@ LocalPeer::LocalPeer(Device& dev, std::uint64_t size) : buf_(size) {
 }
 std::uint64_t LocalPeer::staging_addr() const { return reinterpret_cast<std::uint64_t>(buf_.data()); }
 std::uint32_t LocalPeer::staging_rkey() const { return mr_ ? mr_->rkey() : 0; }
-std::string LocalPeer::fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
-                            std::uint64_t key) {
-  if (st_off + len > buf_.size()) return "staging range out of bounds";
+Result<void> LocalPeer::fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
+                             std::uint64_t key) {
+  if (st_off + len > buf_.size()) return Error("staging range out of bounds");
   pattern_fill(buf_.data() + st_off, region_off, len, key);
-  return "";
+  return {};
 }
 VerifyOutcome LocalPeer::verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
                                 std::uint64_t key, const std::vector<KeyCandidate>& candidates,
@@ -302,11 +302,11 @@ bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& lay
       ls.wrs = [&](std::size_t i) {
         return wrs_of(plan[i], peer_.staging_addr() + st_of(i), base, layout, mrs);
       };
-      ls.prepare = [&](std::size_t i) -> std::string {
+      ls.prepare = [&](std::size_t i) -> Result<void> {
         const Transfer& t = plan[i];
         if (!w) return peer_.fill(st_of(i), t.offset, t.length, key);
         pattern_fill(base + t.offset, t.offset, t.length, key);
-        return "";
+        return {};
       };
       ls.check = [&](std::size_t i) -> VerifyOutcome {
         const Transfer& t = plan[i];

@@ -54,9 +54,10 @@ class Peer {
   virtual std::uint64_t staging_addr() const = 0;
   virtual std::uint32_t staging_rkey() const = 0;
   virtual std::uint64_t staging_size() const = 0;
-  // Fill staging[st_off, +len) with the pattern of region bytes [region_off, +len).
-  virtual std::string fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
-                           std::uint64_t key) = 0;
+  // Fill staging[st_off, +len) with the pattern of region bytes [region_off, +len); an
+  // error is the peer's or the connection's.
+  virtual Result<void> fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
+                            std::uint64_t key) = 0;
   virtual VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
                                std::uint64_t key, const std::vector<KeyCandidate>& candidates,
                                std::uint64_t region_size) = 0;
@@ -76,8 +77,8 @@ class LocalPeer final : public Peer {
   std::uint64_t staging_addr() const override;
   std::uint32_t staging_rkey() const override;
   std::uint64_t staging_size() const override { return buf_.size(); }
-  std::string fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
-                   std::uint64_t key) override;
+  Result<void> fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
+                    std::uint64_t key) override;
   VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len, std::uint64_t key,
                        const std::vector<KeyCandidate>& candidates, std::uint64_t region_size) override;
 

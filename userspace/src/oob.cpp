@@ -90,11 +90,11 @@ Result<json> RemotePeer::call(const json& req) {
   return s_.recv(timeout_);
 }
 
-std::string RemotePeer::fill(std::uint64_t st, std::uint64_t off, std::uint64_t len, std::uint64_t key) {
+Result<void> RemotePeer::fill(std::uint64_t st, std::uint64_t off, std::uint64_t len, std::uint64_t key) {
   auto r = call({{"op", "fill"}, {"st", st}, {"off", off}, {"len", len}, {"key", key}});
-  if (!r) return r.error().summary;
-  if (!bool_field(*r, "ok")) return peer_text(*r, "error", "peer refused fill");
-  return "";
+  if (!r) return std::move(r).error();
+  if (!bool_field(*r, "ok")) return Error(peer_text(*r, "error", "peer refused fill"));
+  return {};
 }
 
 VerifyOutcome RemotePeer::verify(std::uint64_t st, std::uint64_t off, std::uint64_t len, std::uint64_t key,

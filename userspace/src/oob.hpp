@@ -55,8 +55,8 @@ class RemotePeer final : public Peer {
   std::uint64_t staging_addr() const override { return addr_; }
   std::uint32_t staging_rkey() const override { return rkey_; }
   std::uint64_t staging_size() const override { return size_; }
-  std::string fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
-                   std::uint64_t key) override;
+  Result<void> fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
+                    std::uint64_t key) override;
   VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len, std::uint64_t key,
                        const std::vector<KeyCandidate>& candidates, std::uint64_t region_size) override;
 

@@ -156,8 +156,8 @@ LoopResult run_pipeline(QueuePair& qp, const LoopSpec& s) {
       if (!have_pending) {
         if (next - ver >= slots) break;
         if (s.prepare) {
-          if (auto e = s.prepare(next); !e.empty()) {
-            fail(LoopFailure::Kind::Prepare, next, 0, 0, e);
+          if (auto prepared = s.prepare(next); !prepared) {
+            fail(LoopFailure::Kind::Prepare, next, 0, 0, prepared.error().summary);
             break;
           }
         }
@@ -179,8 +179,8 @@ LoopResult run_pipeline(QueuePair& qp, const LoopSpec& s) {
       w.op = s.op;
       w.signaled = stall || w.wr_id % sig_wr == 0;
       if (posted == done_wr) busy_since = Clock::now();
-      if (auto e = qp.post(w); !e.empty()) {
-        fail(LoopFailure::Kind::Post, next, w.wr_id, 0, e);
+      if (auto posted_ok = qp.post(w); !posted_ok) {
+        fail(LoopFailure::Kind::Post, next, w.wr_id, 0, posted_ok.error().summary);
         break;
       }
       ++posted;

@@ -38,8 +38,8 @@ struct LoopSpec {
   std::size_t count = 0;  // transfers
   // Work requests of transfer i (wr_id and signalled are set by the pipeline).
   std::function<std::vector<WorkRequest>(std::size_t)> wrs;
-  // Main thread, before transfer i is posted: "" or an error (e.g. the peer's fill).
-  std::function<std::string(std::size_t)> prepare;
+  // Main thread, before transfer i is posted: an error stops the loop (e.g. the peer's fill).
+  std::function<Result<void>(std::size_t)> prepare;
   // Checker thread, after transfer i completed: the data check.
   std::function<VerifyOutcome(std::size_t)> check;
   // Main thread, whenever the count of verified transfers grew (progress display).

@@ -1,7 +1,8 @@
 // Narrow verbs interface. The engine talks only to these abstract classes so unit tests
 // can substitute fakes that inject failures (reg_mr ENOMEM, IBV_WC_RETRY_EXC_ERR,
 // timeouts, corrupted or short transfers). The libibverbs implementation is in
-// verbs_ibv.cpp; every verbs object there is owned by RAII wrappers.
+// verbs_ibv.cpp; every verbs object there is owned by RAII wrappers. A call that can fail
+// returns a Result (result.hpp) whose error is the one-line reason.
 #pragma once
 #include <array>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "completion_wait.hpp"
+#include "result.hpp"
 
 namespace rxv {
 
@@ -86,10 +88,10 @@ class QueuePair {
  public:
   virtual ~QueuePair() = default;
   virtual QpAddr local_addr() const = 0;
-  // INIT -> RTR -> RTS towards `remote`. Returns "" or a one-line error.
-  virtual std::string connect(const QpAddr& remote) = 0;
-  // Post one work request. "" or a one-line error (the QP is then broken()).
-  virtual std::string post(const WorkRequest& wr) = 0;
+  // INIT -> RTR -> RTS towards `remote`; an error names the transition that failed.
+  virtual Result<void> connect(const QpAddr& remote) = 0;
+  // Post one work request; on an error the QP is broken().
+  virtual Result<void> post(const WorkRequest& wr) = 0;
   // Append up to `max` completions to `out`, waiting at most `wait` for the first one
   // (0 = do not wait). Returns how many were appended, -1 when polling failed. A failed
   // completion breaks the QP (broken() == true).
@@ -111,14 +113,17 @@ class Device {
   virtual PortInfo port() = 0;
   virtual DeviceCaps caps() = 0;
   virtual RegResult reg_mr(void* addr, std::size_t len) = 0;
-  virtual std::unique_ptr<QueuePair> create_qp(const QpParams& p, std::string& err) = 0;
+  // An RC QP with its own CQ and completion channel, or the verbs call that failed (exit 3).
+  virtual Result<std::unique_ptr<QueuePair>> create_qp(const QpParams& p) = 0;
 };
 
 class Provider {
  public:
   virtual ~Provider() = default;
   virtual std::vector<std::string> list_devices() = 0;
-  virtual std::unique_ptr<Device> open(const std::string& name, std::string& err) = 0;
+  // The device opened with a protection domain, or why not (exit 3): libibverbs has no
+  // device list, no device of that name, or it would not open.
+  virtual Result<std::unique_ptr<Device>> open(const std::string& name) = 0;
 };
 
 std::unique_ptr<Provider> make_ibv_provider();

@@ -48,43 +48,12 @@ class IbvDevice;
 
 class IbvQp final : public QueuePair {
  public:
-  IbvQp(ibv_context* ctx, ibv_pd* pd, const QpParams& p, const PortInfo& port, const DeviceCaps& caps,
-        std::string& err)
-      : ctx_(ctx), params_(p), port_(port), caps_(caps), waiter_(p.wait, waiter_hooks()) {
-    channel_.reset(ibv_create_comp_channel(ctx));
-    if (!channel_) {
-      err = std::string("ibv_create_comp_channel: ") + std::strerror(errno);
-      return;
-    }
-    int fl = fcntl(channel_->fd, F_GETFL);
-    fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK);
-    send_wr_ = std::clamp(p.tx_depth, 1u, 8192u);
-    cq_.reset(ibv_create_cq(ctx, static_cast<int>(send_wr_ + 16), nullptr, channel_.get(), 0));
-    if (!cq_) {
-      err = std::string("ibv_create_cq: ") + std::strerror(errno);
-      return;
-    }
-    ibv_qp_init_attr ia{};
-    ia.send_cq = cq_.get();
-    ia.recv_cq = cq_.get();
-    ia.qp_type = IBV_QPT_RC;
-    ia.cap.max_send_wr = send_wr_;
-    ia.cap.max_recv_wr = 1;
-    ia.cap.max_send_sge = static_cast<std::uint32_t>(std::clamp(caps.max_sge, 1, 32));
-    ia.cap.max_recv_sge = 1;
-    qp_.reset(ibv_create_qp(pd, &ia));
-    if (!qp_) {
-      err = std::string("ibv_create_qp: ") + std::strerror(errno);
-      return;
-    }
-    std::random_device rd;
-    psn_ = rd() & 0xffffff;
-    ibv_gid gid{};
-    if (ibv_query_gid(ctx, 1, p.gid_index, &gid)) {
-      err = "ibv_query_gid(index " + std::to_string(p.gid_index) + "): " + std::strerror(errno);
-      return;
-    }
-    std::memcpy(gid_.data(), gid.raw, 16);
+  // The QP, its CQ and completion channel, or the verbs call that failed.
+  static Result<std::unique_ptr<QueuePair>> create(ibv_context* ctx, ibv_pd* pd, const QpParams& p,
+                                                   const PortInfo& port, const DeviceCaps& caps) {
+    std::unique_ptr<IbvQp> q(new IbvQp(ctx, p, port, caps));
+    if (auto made = q->init(pd); !made) return std::move(made).error();
+    return std::unique_ptr<QueuePair>(std::move(q));
   }
   ~IbvQp() override {
     // Destroy QP before CQ before channel (member order does it in reverse; be explicit).
@@ -100,7 +69,7 @@ class IbvQp final : public QueuePair {
     return a;
   }
 
-  std::string connect(const QpAddr& r) override {
+  Result<void> connect(const QpAddr& r) override {
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
     a.pkey_index = 0;
@@ -108,7 +77,7 @@ class IbvQp final : public QueuePair {
     a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     if (int e = ibv_modify_qp(qp_.get(), &a,
                               IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-      return std::string("ibv_modify_qp(INIT): ") + std::strerror(e);
+      return Error(std::string("ibv_modify_qp(INIT): ") + std::strerror(e), "", kExitNotReady);
     a = {};
     a.qp_state = IBV_QPS_RTR;
     a.path_mtu = static_cast<ibv_mtu>(port_.active_mtu);
@@ -124,7 +93,7 @@ class IbvQp final : public QueuePair {
     if (int e = ibv_modify_qp(qp_.get(), &a,
                               IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                                   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-      return std::string("ibv_modify_qp(RTR): ") + std::strerror(e);
+      return Error(std::string("ibv_modify_qp(RTR): ") + std::strerror(e), "", kExitNotReady);
     a = {};
     a.qp_state = IBV_QPS_RTS;
     a.timeout = static_cast<std::uint8_t>(params_.timeout);
@@ -136,12 +105,12 @@ class IbvQp final : public QueuePair {
     if (int e = ibv_modify_qp(qp_.get(), &a,
                               IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-      return std::string("ibv_modify_qp(RTS): ") + std::strerror(e);
-    return "";
+      return Error(std::string("ibv_modify_qp(RTS): ") + std::strerror(e), "", kExitNotReady);
+    return {};
   }
 
-  std::string post(const WorkRequest& w) override {
-    if (broken_) return "queue pair is in error state after an earlier failure";
+  Result<void> post(const WorkRequest& w) override {
+    if (broken_) return Error("queue pair is in error state after an earlier failure");
     std::vector<ibv_sge> sl(w.sges.size());
     for (std::size_t i = 0; i < w.sges.size(); ++i) {
       sl[i].addr = w.sges[i].addr;
@@ -159,9 +128,9 @@ class IbvQp final : public QueuePair {
     ibv_send_wr* bad = nullptr;
     if (int e = ibv_post_send(qp_.get(), &wr, &bad)) {
       broken_ = true;
-      return std::string("ibv_post_send: ") + std::strerror(e);
+      return Error(std::string("ibv_post_send: ") + std::strerror(e));
     }
-    return "";
+    return {};
   }
 
   int poll(std::vector<Completion>& out, int max, std::chrono::milliseconds wait) override {
@@ -209,6 +178,39 @@ class IbvQp final : public QueuePair {
   bool broken() const override { return broken_; }
 
  private:
+  IbvQp(ibv_context* ctx, const QpParams& p, const PortInfo& port, const DeviceCaps& caps)
+      : ctx_(ctx), params_(p), port_(port), caps_(caps), waiter_(p.wait, waiter_hooks()) {}
+  // The completion channel, the CQ, the QP and its GID; a failure names the verbs call.
+  Result<void> init(ibv_pd* pd) {
+    auto failed = [](const std::string& call) {
+      return Error(call + ": " + std::strerror(errno), "", kExitNotReady);
+    };
+    channel_.reset(ibv_create_comp_channel(ctx_));
+    if (!channel_) return failed("ibv_create_comp_channel");
+    int fl = fcntl(channel_->fd, F_GETFL);
+    fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK);
+    send_wr_ = std::clamp(params_.tx_depth, 1u, 8192u);
+    cq_.reset(ibv_create_cq(ctx_, static_cast<int>(send_wr_ + 16), nullptr, channel_.get(), 0));
+    if (!cq_) return failed("ibv_create_cq");
+    ibv_qp_init_attr ia{};
+    ia.send_cq = cq_.get();
+    ia.recv_cq = cq_.get();
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap.max_send_wr = send_wr_;
+    ia.cap.max_recv_wr = 1;
+    ia.cap.max_send_sge = static_cast<std::uint32_t>(std::clamp(caps_.max_sge, 1, 32));
+    ia.cap.max_recv_sge = 1;
+    qp_.reset(ibv_create_qp(pd, &ia));
+    if (!qp_) return failed("ibv_create_qp");
+    std::random_device rd;
+    psn_ = rd() & 0xffffff;
+    ibv_gid gid{};
+    if (ibv_query_gid(ctx_, 1, params_.gid_index, &gid))
+      return failed("ibv_query_gid(index " + std::to_string(params_.gid_index) + ")");
+    std::memcpy(gid_.data(), gid.raw, 16);
+    return {};
+  }
+
   // The completion waiter's system side: arm the CQ, sleep on its channel.
   CompletionWaiter::Hooks waiter_hooks() {
     CompletionWaiter::Hooks h;
@@ -285,10 +287,8 @@ class IbvDevice final : public Device {
     r.mr = std::make_unique<IbvMr>(std::move(mr));
     return r;
   }
-  std::unique_ptr<QueuePair> create_qp(const QpParams& p, std::string& err) override {
-    auto q = std::make_unique<IbvQp>(ctx_.get(), pd_.get(), p, port(), caps(), err);
-    if (!err.empty()) return nullptr;
-    return q;
+  Result<std::unique_ptr<QueuePair>> create_qp(const QpParams& p) override {
+    return IbvQp::create(ctx_.get(), pd_.get(), p, port(), caps());
   }
 
  private:
@@ -307,29 +307,20 @@ class IbvProvider final : public Provider {
     for (int i = 0; i < n; ++i) out.emplace_back(ibv_get_device_name(l.get()[i]));
     return out;
   }
-  std::unique_ptr<Device> open(const std::string& name, std::string& err) override {
+  Result<std::unique_ptr<Device>> open(const std::string& name) override {
+    auto failed = [](std::string summary) { return Error(std::move(summary), "", kExitNotReady); };
     int n = 0;
     DeviceListPtr l(ibv_get_device_list(&n));
-    if (!l) {
-      err = std::string("ibv_get_device_list: ") + std::strerror(errno);
-      return nullptr;
-    }
+    if (!l) return failed(std::string("ibv_get_device_list: ") + std::strerror(errno));
     for (int i = 0; i < n; ++i) {
       if (name != ibv_get_device_name(l.get()[i])) continue;
       ContextPtr ctx(ibv_open_device(l.get()[i]));
-      if (!ctx) {
-        err = "cannot open " + name + ": " + std::strerror(errno);
-        return nullptr;
-      }
+      if (!ctx) return failed("cannot open " + name + ": " + std::strerror(errno));
       PdPtr pd(ibv_alloc_pd(ctx.get()));
-      if (!pd) {
-        err = "ibv_alloc_pd on " + name + ": " + std::strerror(errno);
-        return nullptr;
-      }
-      return std::make_unique<IbvDevice>(name, std::move(ctx), std::move(pd));
+      if (!pd) return failed("ibv_alloc_pd on " + name + ": " + std::strerror(errno));
+      return std::unique_ptr<Device>(std::make_unique<IbvDevice>(name, std::move(ctx), std::move(pd)));
     }
-    err = "no RDMA device named '" + name + "'";
-    return nullptr;
+    return failed("no RDMA device named '" + name + "'");
   }
 };
 

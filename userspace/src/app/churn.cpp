@@ -39,8 +39,9 @@ Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host
     return env_fail({cause::kNoDevice, err, "", kExitNotReady});
   }
   rep.device = dc.name;
-  auto dev = prov.open(dc.name, err);
-  if (!dev) return env_fail({cause::kNoDevice, err, "", kExitNotReady});
+  auto opened = prov.open(dc.name);
+  if (!opened) return env_fail({cause::kNoDevice, opened.error().summary, "", kExitNotReady});
+  std::unique_ptr<Device> dev = std::move(*opened);
   PortInfo pi = dev->port();
   DiagContext dctx = make_diag_context(host, pi.active, false, rep.module);
   Loopback lb;

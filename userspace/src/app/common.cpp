@@ -139,13 +139,14 @@ std::optional<SetupFailure> port_down(const DeviceChoice& dc, const PortInfo& pi
 
 std::string connect_qp_pair(Device& dev, const QpParams& p, std::unique_ptr<QueuePair>& qa,
                             std::unique_ptr<QueuePair>& qb) {
-  std::string err;
-  qa = dev.create_qp(p, err);
-  if (!qa) return err.empty() ? "cannot create a QP" : err;
-  qb = dev.create_qp(p, err);
-  if (!qb) return err.empty() ? "cannot create a QP" : err;
-  if (auto e = qa->connect(qb->local_addr()); !e.empty()) return e;
-  if (auto e = qb->connect(qa->local_addr()); !e.empty()) return e;
+  auto a = dev.create_qp(p);
+  if (!a) return a.error().summary;
+  qa = std::move(*a);
+  auto b = dev.create_qp(p);
+  if (!b) return b.error().summary;
+  qb = std::move(*b);
+  if (auto e = qa->connect(qb->local_addr()); !e) return e.error().summary;
+  if (auto e = qb->connect(qa->local_addr()); !e) return e.error().summary;
   return "";
 }
 

@@ -44,13 +44,15 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
     return out;
   }
   j["device"] = dc.name;
-  auto dev = prov.open(dc.name, err);
-  if (!dev) {
-    print_error("probe",
-                err + "; load ib_uverbs and rdma_rxe and check that `rdma link show` lists " + dc.name);
+  auto opened = prov.open(dc.name);
+  if (!opened) {
+    print_error("probe", opened.error().summary +
+                             "; load ib_uverbs and rdma_rxe and check that `rdma link show` lists " +
+                             dc.name);
     out.exit = kExitNotReady;
     return out;
   }
+  std::unique_ptr<Device> dev = std::move(*opened);
   MappedBuffer buf(static_cast<std::size_t>(max + offset));
   if (!buf) {
     print_error("probe", "cannot allocate " + format_size(max + offset) + ": " + std::strerror(buf.error()));

@@ -43,8 +43,9 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   }
   rep.device = dc.name;
   rep.gid_index = dc.gid_index;
-  auto dev = prov.open(dc.name, err);
-  if (!dev) return env_fail(open_failure(dc.name, err, uverbs_node_denied(dc.name)));
+  auto opened = prov.open(dc.name);
+  if (!opened) return env_fail(open_failure(dc.name, opened.error().summary, uverbs_node_denied(dc.name)));
+  std::unique_ptr<Device> dev = std::move(*opened);
   PortInfo pi = dev->port();
   if (auto f = port_down(dc, pi)) return env_fail(*f);
   if (pi.max_msg_sz && cfg.msg_size > pi.max_msg_sz) cfg.msg_size = pi.max_msg_sz;
@@ -71,8 +72,9 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
     if (auto f = setup_loopback(*dev, qpp, staging, dctx, lb)) return env_fail(*f);
     peer = lb.peer.get();
   } else {
-    qa = dev->create_qp(qpp, err);
-    if (!qa) return fail(cause::kUnknown, err);
+    auto created = dev->create_qp(qpp);
+    if (!created) return fail(cause::kUnknown, created.error().summary);
+    qa = std::move(*created);
     auto connected = tcp_connect(peer_host, port, std::chrono::seconds(15));
     if (!connected) {
       Error e = std::move(connected).error();
@@ -90,7 +92,7 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
     if (!hr) return fail(cause::kNetwork, "no answer from the server: " + hr.error().summary);
     auto sh = parse_hello_reply(*hr);
     if (!sh) return fail(cause::kUnknown, sh.error().summary);
-    if (auto e = qa->connect(sh->qp); !e.empty()) return fail(cause::kUnknown, e);
+    if (auto e = qa->connect(sh->qp); !e) return fail(cause::kUnknown, e.error().summary);
     rpeer = std::make_unique<RemotePeer>(*sock, sh->staging_addr, sh->staging_rkey, sh->staging_size,
                                          std::chrono::seconds(120));
     peer = rpeer.get();

@@ -47,19 +47,20 @@ Result<void> serve_session(Provider& prov, const ServeOptions& o, LineSocket& s)
   if (!rq) return refuse("bad QP address in hello");
   if (!staging || *staging == 0 || *staging > o.max_staging)
     return refuse("bad staging size (1 to " + std::to_string(o.max_staging) + " bytes)");
-  std::string derr;
-  auto dev = prov.open(o.device, derr);
-  if (!dev) return refuse(derr);
+  auto opened = prov.open(o.device);
+  if (!opened) return refuse(opened.error().summary);
+  std::unique_ptr<Device> dev = std::move(*opened);
   if (!dev->port().active) return refuse("port 1 of " + o.device + " is not ACTIVE on the server");
   QpParams qpp;
   qpp.gid_index = o.gid_index;
-  auto qp = dev->create_qp(qpp, derr);
-  if (!qp) return refuse(derr);
+  auto created = dev->create_qp(qpp);
+  if (!created) return refuse(created.error().summary);
+  std::unique_ptr<QueuePair> qp = std::move(*created);
   LocalPeer peer(*dev, *staging);
   if (!peer.ok())
     return refuse("server cannot register its " + std::to_string(*staging) +
                   "-byte staging buffer: " + std::strerror(peer.reg_errno()));
-  if (auto e = qp->connect(*rq); !e.empty()) return refuse(e);
+  if (auto connected = qp->connect(*rq); !connected) return refuse(connected.error().summary);
   reply({{"ok", true},
          {"version", kProtocolVersion},
          {"qp", qp_to_json(qp->local_addr())},
@@ -99,8 +100,8 @@ Result<void> serve_session(Provider& prov, const ServeOptions& o, LineSocket& s)
       continue;
     }
     if (*op == "fill") {
-      std::string e = peer.fill(*st, *off, *len, *key);
-      reply(e.empty() ? json{{"ok", true}} : json{{"ok", false}, {"error", e}});
+      auto filled = peer.fill(*st, *off, *len, *key);
+      reply(filled ? json{{"ok", true}} : json{{"ok", false}, {"error", filled.error().summary}});
       continue;
     }
     std::vector<KeyCandidate> c;
