@@ -60,3 +60,38 @@ TEST(AppChurn, TrafficWithThePortDownIsNotReady) {
   EXPECT_EQ(out.exit, kExitNotReady);
   EXPECT_EQ(out.report["verdict"], "not_ready");
 }
+
+TEST(AppChurn, OpenFailureIsNotReadyWithTheVerbsText) {
+  FakeControl c;
+  c.open_error = "ibv_get_device_list: Function not implemented";
+  FakeProvider prov(c);
+  FakeHost host;
+  ::testing::internal::CaptureStderr();
+  Outcome out = churn_command(small_churn(1, false), prov, host);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(out.exit, kExitNotReady);
+  EXPECT_EQ(err, "rxe-verify churn: error: ibv_get_device_list: Function not implemented\n");
+  EXPECT_EQ(out.report["error"]["cause"], "no_device");
+}
+
+// With --traffic, any failure to set up the loopback means this host cannot run it (3).
+TEST(AppChurn, TrafficSetupFailureIsNotReady) {
+  FakeControl c;
+  c.connect_error = "ibv_modify_qp(RTR): Invalid argument";
+  FakeProvider prov(c);
+  FakeHost host;
+  ::testing::internal::CaptureStderr();
+  Outcome out = churn_command(small_churn(1, true), prov, host);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(out.exit, kExitNotReady);
+  EXPECT_EQ(err, "rxe-verify churn: error: ibv_modify_qp(RTR): Invalid argument\n");
+}
+
+TEST(AppChurn, GidOutsideTheTableIsAUsageError) {
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  auto o = small_churn(1, true);
+  o.gid_index = 5;
+  EXPECT_THROW((void)churn_command(o, prov, host), UsageError);
+}

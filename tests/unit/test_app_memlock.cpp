@@ -101,16 +101,16 @@ TEST(AppMemlock, DoctorSaysTheSameNeedWithItsToken) {
 }
 
 TEST(AppMemlock, UverbsAccessDeniedIsDeviceAccessNotMemlock) {
-  SetupFailure f = open_failure("rxe0", std::string("cannot open rxe0: ") + std::strerror(EACCES));
+  Error f = open_failure("rxe0", Error(std::string("cannot open rxe0: ") + std::strerror(EACCES)));
   EXPECT_EQ(f.cause, "device_access");
-  EXPECT_EQ(f.code, kExitNotReady);
+  EXPECT_EQ(f.exit, kExitNotReady);
   EXPECT_NE(f.summary.find("/dev/infiniband/uverbs"), std::string::npos);
   EXPECT_EQ(f.summary.find("RLIMIT"), std::string::npos);
-  SetupFailure g = open_failure("rxe0", "no RDMA device named 'rxe0'");
+  Error g = open_failure("rxe0", Error("no RDMA device named 'rxe0'"));
   EXPECT_EQ(g.cause, "no_device");
   // what libibverbs really says for a 0600 node (its errno is ENOENT): the node decides
-  SetupFailure h = open_failure("rxe0", std::string("cannot open rxe0: ") + std::strerror(ENOENT),
-                                "/dev/infiniband/uverbs0");
+  Error h = open_failure("rxe0", Error(std::string("cannot open rxe0: ") + std::strerror(ENOENT)),
+                         "/dev/infiniband/uverbs0");
   EXPECT_EQ(h.cause, "device_access");
   EXPECT_NE(h.summary.find("/dev/infiniband/uverbs0 (rxe0)"), std::string::npos) << h.summary;
 }

@@ -92,3 +92,28 @@ TEST(AppProbe, MinAboveMaxIsAUsageError) {
   o.min = "2M";
   EXPECT_THROW(probe_command(o, prov, host), UsageError);
 }
+
+TEST(AppProbe, OpenFailureIsNotReadyWithTheRemedy) {
+  FakeControl c;
+  c.open_error = "cannot open rxe0: No such device";
+  FakeProvider prov(c);
+  FakeHost host;
+  ::testing::internal::CaptureStderr();
+  Outcome out = probe_command(small_probe(), prov, host);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(out.exit, kExitNotReady);
+  EXPECT_EQ(
+      err,
+      "rxe-verify probe: error: cannot open rxe0: No such device; load ib_uverbs and rdma_rxe and check "
+      "that `rdma link show` lists rxe0\n");
+  EXPECT_FALSE(out.has_report);
+}
+
+TEST(AppProbe, UnknownDeviceIsAUsageError) {
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  auto o = small_probe();
+  o.device = "rxe9";
+  EXPECT_THROW((void)probe_command(o, prov, host), UsageError);
+}

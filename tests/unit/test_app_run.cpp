@@ -1,6 +1,8 @@
 // app/run.cpp through the fakes: the loopback QP pair rebuilt after a failed size, and
 // the remaining sizes skipped after a two-host connection broke.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -224,4 +226,158 @@ TEST(AppRun, BusyPollAndNoSpinExcludeEachOther) {
         << u.what();
   }
   EXPECT_EQ(c.regs, 0) << "nothing is registered before the options are checked";
+}
+
+namespace {
+struct Ran {
+  Outcome out;
+  std::string err;  // stderr
+};
+Ran run_capturing(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
+  ::testing::internal::CaptureStderr();
+  Outcome out = run_command(o, prov, host);
+  return {std::move(out), ::testing::internal::GetCapturedStderr()};
+}
+// A 127.0.0.1 listener whose one client gets `answer` (a JSON line, or nothing: closed)
+// after its hello.
+struct OneShotServer {
+  Result<LineSocket> listener = tcp_listen("127.0.0.1", 0);
+  std::uint16_t port = 0;
+  std::thread th;
+  explicit OneShotServer(std::string answer) {
+    sockaddr_in a{};
+    socklen_t l = sizeof a;
+    getsockname(listener->fd(), reinterpret_cast<sockaddr*>(&a), &l);
+    port = ntohs(a.sin_port);
+    th = std::thread([this, answer] {
+      auto c = tcp_accept(*listener, 10000);
+      if (!c) return;
+      (void)c->recv(std::chrono::seconds(5));
+      if (!answer.empty()) (void)::write(c->fd(), answer.data(), answer.size());
+    });
+  }
+  ~OneShotServer() { th.join(); }
+};
+}  // namespace
+
+// The device does not open: the verbs text, the remedy, exit 3, the report's no_device.
+TEST(AppRun, OpenFailureIsNotReadyWithTheRemedy) {
+  FakeControl c;
+  c.open_error = "cannot open rxe0: No such device";
+  FakeProvider prov(c);
+  FakeHost host;
+  auto r = run_capturing(small_run({"64K"}), prov, host);
+  EXPECT_EQ(r.out.exit, kExitNotReady);
+  EXPECT_EQ(r.err,
+            "rxe-verify run: error: cannot open rxe0: No such device; load ib_uverbs and rdma_rxe and check "
+            "that `rdma link show` lists rxe0\n");
+  ASSERT_TRUE(r.out.has_report);
+  EXPECT_EQ(r.out.report["error"]["cause"], "no_device");
+  EXPECT_EQ(r.out.report["error"]["summary"], "cannot open rxe0: No such device");
+}
+
+TEST(AppRun, LoopbackQpThatCannotBeCreatedIsNotReady) {
+  FakeControl c;
+  c.create_qp_error = "ibv_create_cq: Cannot allocate memory";
+  FakeProvider prov(c);
+  FakeHost host;
+  auto r = run_capturing(small_run({"64K"}), prov, host);
+  EXPECT_EQ(r.out.exit, kExitNotReady);
+  EXPECT_EQ(r.err, "rxe-verify run: error: ibv_create_cq: Cannot allocate memory\n");
+  EXPECT_EQ(r.out.report["error"]["cause"], "unknown");
+}
+
+TEST(AppRun, PortDownLineNamesTheNetdev) {
+  FakeControl c;
+  c.port_active = false;
+  FakeProvider prov(c);
+  FakeHost host;
+  auto r = run_capturing(small_run({"64K"}), prov, host);
+  EXPECT_EQ(
+      r.err,
+      "rxe-verify run: error: port 1 of rxe0 is PORT_DOWN; bring its netdev up: `ip link set eth0 up`\n");
+  EXPECT_EQ(r.out.report["error"]["cause"], "device_down");
+}
+
+// --connect to a port nothing listens on: exit 3, what to start where.
+TEST(AppRun, TwoHostConnectionRefusedSaysToStartServe) {
+  std::uint16_t port;
+  {
+    auto l = tcp_listen("127.0.0.1", 0);  // a free port, closed again
+    ASSERT_TRUE(l);
+    sockaddr_in a{};
+    socklen_t len = sizeof a;
+    getsockname(l->fd(), reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  auto o = small_run({"64K"});
+  o.connect = "127.0.0.1:" + std::to_string(port);
+  auto r = run_capturing(o, prov, host);
+  const std::string p = std::to_string(port);
+  EXPECT_EQ(r.out.exit, kExitNotReady);
+  EXPECT_EQ(r.err,
+            "rxe-verify run: error: cannot connect to 127.0.0.1:" + p +
+                ": Connection refused; start `rxe-verify serve` on 127.0.0.1 and check that TCP port " + p +
+                " is reachable\n");
+  EXPECT_EQ(r.out.report["error"]["cause"], "network_path_or_firewall");
+}
+
+TEST(AppRun, TwoHostServerThatClosesIsNoAnswer) {
+  OneShotServer s("");
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  auto o = small_run({"64K"});
+  o.connect = "127.0.0.1:" + std::to_string(s.port);
+  auto r = run_capturing(o, prov, host);
+  EXPECT_EQ(r.out.exit, kExitNotReady);
+  EXPECT_EQ(r.err, "rxe-verify run: error: no answer from the server: connection closed by peer\n");
+  EXPECT_EQ(r.out.report["error"]["cause"], "network_path_or_firewall");
+}
+
+TEST(AppRun, TwoHostServerThatRefusesIsNamed) {
+  OneShotServer s("{\"ok\":false,\"error\":\"port 1 of rxe0 is not ACTIVE on the server\"}\n");
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  auto o = small_run({"64K"});
+  o.connect = "127.0.0.1:" + std::to_string(s.port);
+  auto r = run_capturing(o, prov, host);
+  EXPECT_EQ(r.out.exit, kExitNotReady);
+  EXPECT_EQ(r.err, "rxe-verify run: error: server refused: port 1 of rxe0 is not ACTIVE on the server\n");
+  EXPECT_EQ(r.out.report["error"]["cause"], "unknown");
+}
+
+TEST(AppRun, TwoHostQpThatCannotBeCreatedIsNotReady) {
+  FakeControl c;
+  c.create_qp_error = "ibv_create_qp: Cannot allocate memory";
+  FakeProvider prov(c);
+  FakeHost host;
+  auto o = small_run({"64K"});
+  o.connect = "127.0.0.1:9";
+  auto r = run_capturing(o, prov, host);
+  EXPECT_EQ(r.out.exit, kExitNotReady);
+  EXPECT_EQ(r.err, "rxe-verify run: error: ibv_create_qp: Cannot allocate memory\n");
+}
+
+// A usage error from device choice is thrown, not reported (rv-device-unknown).
+TEST(AppRun, UnknownDeviceIsAUsageError) {
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  auto o = small_run({"64K"});
+  o.device = "nosuchdev";
+  try {
+    (void)run_command(o, prov, host);
+    ADD_FAILURE() << "no usage error";
+  } catch (const UsageError& u) {
+    EXPECT_EQ(
+        std::string(u.what()),
+        "unknown device 'nosuchdev' (available: rxe0); name one listed by `rxe-verify doctor`, or leave "
+        "--device out");
+    EXPECT_EQ(u.exit(), kExitUsage);
+  }
 }

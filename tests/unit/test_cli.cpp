@@ -76,27 +76,30 @@ TEST(Cli, UnknownCommandIsNamed) {
 TEST(Cli, GidIndexMustBeInTheDeviceTable) {
   rxv::IbDevice d;
   d.name = "rxe0";
-  std::string err;
-  EXPECT_TRUE(rxv::check_gid_index(d, 7, err)) << "empty table: the device decides";
+  EXPECT_TRUE(rxv::check_gid_index(d, 7)) << "empty table: the device decides";
   for (int i : {0, 1}) {
     rxv::GidEntry g;
     g.index = i;
     d.gids.push_back(g);
   }
-  EXPECT_TRUE(rxv::check_gid_index(d, 1, err));
-  EXPECT_FALSE(rxv::check_gid_index(d, 5, err));
-  EXPECT_EQ(err,
+  EXPECT_TRUE(rxv::check_gid_index(d, 1));
+  auto r = rxv::check_gid_index(d, 5);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().summary,
             "--gid-index 5: device rxe0 has no GID 5 (valid: 0, 1); pick one listed by "
             "`rxe-verify doctor`");
+  EXPECT_EQ(r.error().exit, rxv::kExitUsage);
 }
 
 TEST(Cli, PeerHostSyntax) {
-  std::string err;
   for (const char* ok : {"10.0.0.2", "peer-1.example", "fe80::1", "fe80::1%eth0", "host_a"})
-    EXPECT_TRUE(rxv::check_peer_host(ok, err)) << ok;
-  for (const char* bad : {"", "bad host", "a:b:c", "h;x", "10.0.0.1/24", "::g"})
-    EXPECT_FALSE(rxv::check_peer_host(bad, err)) << bad;
-  EXPECT_NE(err.find("use a host name or IP address"), std::string::npos) << err;
+    EXPECT_TRUE(rxv::check_peer_host(ok)) << ok;
+  for (const char* bad : {"", "bad host", "a:b:c", "h;x", "10.0.0.1/24", "::g"}) {
+    auto r = rxv::check_peer_host(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().summary.find("use a host name or IP address"), std::string::npos)
+        << r.error().summary;
+  }
 }
 
 TEST(Cli, HelpForEverySubcommand) {

@@ -62,17 +62,17 @@ TEST(Host, ListsDevicesAndGidsFromSysfs) {
 TEST(Host, ChooseDevice) {
   FakeSys s;
   auto d = list_ib_devices(s.root.string());
-  std::string err;
-  int code = 0;
-  EXPECT_EQ(choose_device(d, {"mlx5_0", "rxe1", "soft0"}, "", err, code), "rxe1");
-  EXPECT_EQ(choose_device(d, {"mlx5_0", "soft0"}, "", err, code), "soft0");
-  EXPECT_EQ(choose_device(d, {"mlx5_0"}, "mlx5_0", err, code), "mlx5_0");
-  EXPECT_EQ(choose_device(d, {"mlx5_0"}, "nope", err, code), "");
-  EXPECT_EQ(code, 2);
-  EXPECT_NE(err.find("unknown device 'nope'"), std::string::npos);
-  EXPECT_EQ(choose_device({}, {}, "", err, code), "");
-  EXPECT_EQ(code, 3);
-  EXPECT_NE(err.find("no rxe device"), std::string::npos);
+  EXPECT_EQ(choose_device(d, {"mlx5_0", "rxe1", "soft0"}, "").value(), "rxe1");
+  EXPECT_EQ(choose_device(d, {"mlx5_0", "soft0"}, "").value(), "soft0");
+  EXPECT_EQ(choose_device(d, {"mlx5_0"}, "mlx5_0").value(), "mlx5_0");
+  auto unknown = choose_device(d, {"mlx5_0"}, "nope");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().exit, 2);
+  EXPECT_NE(unknown.error().summary.find("unknown device 'nope'"), std::string::npos);
+  auto none = choose_device({}, {}, "");
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().exit, 3);
+  EXPECT_NE(none.error().summary.find("no rxe device"), std::string::npos);
 }
 
 TEST(Host, RunCommand) {

@@ -39,10 +39,9 @@ TEST(RunOptionsSpin, ParsesWholeMicroseconds) {
   for (const Case& c :
        {Case{"0", 0}, Case{"1", 1}, Case{"50", 50}, Case{"200", 200}, Case{"1000", 1000}, Case{"0200", 200},
         Case{"000", 0}, Case{"1000000", 1000000}, Case{"001000000", 1000000}}) {
-    std::chrono::microseconds v{-7};
-    std::string err;
-    EXPECT_TRUE(parse_spin_us(c.text, v, err)) << c.text << ": " << err;
-    EXPECT_EQ(v.count(), c.us) << c.text;
+    auto v = parse_spin_us(c.text);
+    ASSERT_TRUE(v) << c.text << ": " << v.error().summary;
+    EXPECT_EQ(v->count(), c.us) << c.text;
   }
 }
 
@@ -57,21 +56,20 @@ TEST(RunOptionsSpin, RejectsWithOneLineThatSaysWhatToUse) {
         Case{"-1", "'-1' is not a number"}, Case{"+5", "'+5' is not a number"},
         Case{"50us", "'50us' is not a number"}, Case{"1.5", "'1.5' is not a number"},
         Case{" 50", "' 50' is not a number"}, Case{"1e3", "'1e3' is not a number"}}) {
-    std::chrono::microseconds v{-7};
-    std::string err;
-    EXPECT_FALSE(parse_spin_us(c.text, v, err)) << c.text;
+    auto v = parse_spin_us(c.text);
+    ASSERT_FALSE(v) << c.text;
+    const std::string& err = v.error().summary;
     EXPECT_EQ(err.rfind(c.says, 0), 0u) << err;
     EXPECT_NE(err.find(range), std::string::npos) << err;
-    EXPECT_EQ(v.count(), -7) << "a rejected value leaves the spin as it was";
+    EXPECT_EQ(v.error().exit, kExitUsage);
   }
   for (const char* big : {"1000001", "2000000", "99999999999999999999999999"}) {
-    std::chrono::microseconds v{-7};
-    std::string err;
-    EXPECT_FALSE(parse_spin_us(big, v, err)) << big;
-    EXPECT_EQ(err, std::string(big) +
-                       " us is beyond the longest spin, 1000000 us (1 s); use at "
-                       "most --spin 1000000, or --busy-poll to spin without a bound");
-    EXPECT_EQ(v.count(), -7);
+    auto v = parse_spin_us(big);
+    ASSERT_FALSE(v) << big;
+    EXPECT_EQ(v.error().summary, std::string(big) +
+                                     " us is beyond the longest spin, 1000000 us (1 s); use at "
+                                     "most --spin 1000000, or --busy-poll to spin without a bound");
+    EXPECT_EQ(v.error().exit, kExitUsage);
   }
   EXPECT_EQ(kMaxSpin, 1s);
 }

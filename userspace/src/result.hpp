@@ -129,6 +129,7 @@ class CommandError : public std::runtime_error {
 class UsageError : public CommandError {
  public:
   explicit UsageError(std::string msg) : CommandError(usage_error(std::move(msg))) {}
+  explicit UsageError(const Error& e) : CommandError(Error(e.summary, e.remedy, kExitUsage, e.cause)) {}
 };
 // An environment that cannot run the request, found before anything was pinned (exit 3).
 class NotReadyError : public CommandError {

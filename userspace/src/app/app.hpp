@@ -95,15 +95,16 @@ Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host
 int run_guarded(const std::string& cmd, const std::function<int()>& command);
 
 // Device choice (pure): the requested name must exist; otherwise the first rxe device.
-// Returns the name, or "" with err and exit code (2 unknown name, 3 none).
-std::string choose_device(const std::vector<IbDevice>& sysfs_devs, const std::vector<std::string>& verbs_devs,
-                          const std::string& wanted, std::string& err, int& code);
+// Errors: an unknown name (exit 2), no rxe device (exit 3, cause no_device).
+Result<std::string> choose_device(const std::vector<IbDevice>& sysfs_devs,
+                                  const std::vector<std::string>& verbs_devs, const std::string& wanted);
 
-// -g/--gid-index against the device's GID table (non-zero entries from sysfs): false with
-// err naming the valid indexes. An unreadable (empty) table is accepted.
-bool check_gid_index(const IbDevice& dev, int index, std::string& err);
+// -g/--gid-index against the device's GID table (non-zero entries from sysfs): a usage
+// error naming the valid indexes. An unreadable (empty) table is accepted.
+Result<void> check_gid_index(const IbDevice& dev, int index);
 
-// The host part of --connect: a name or an IP address (IPv6 without brackets once split).
-bool check_peer_host(const std::string& host, std::string& err);
+// The host part of --connect: a name or an IP address (IPv6 without brackets once split);
+// a usage error whose summary follows "--connect: ".
+Result<void> check_peer_host(const std::string& host);
 
 }  // namespace rxv

@@ -30,29 +30,31 @@ Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host
   rep.offset = cfg.offset;
   rep.count = cfg.count;
   rep.traffic = cfg.traffic;
-  auto env_fail = [&](const SetupFailure& f) { return setup_failed("churn", f, rep); };
-  std::string err;
-  int code = 0;
-  DeviceChoice dc = resolve_device(prov, host, o.device, o.gid_index, err, code);
-  if (dc.name.empty()) {
-    if (code == kExitUsage) usage(err);
-    return env_fail({cause::kNoDevice, err, "", kExitNotReady});
+  auto env_fail = [&](const Error& e) { return setup_failed("churn", e, rep); };
+  auto resolved = resolve_device(prov, host, o.device, o.gid_index);
+  if (!resolved) {
+    throw_if_usage(resolved.error());
+    return env_fail(resolved.error());
   }
+  const DeviceChoice& dc = *resolved;
   rep.device = dc.name;
   auto opened = prov.open(dc.name);
-  if (!opened) return env_fail({cause::kNoDevice, opened.error().summary, "", kExitNotReady});
+  if (!opened) return env_fail(Error(opened.error().summary, "", kExitNotReady, cause::kNoDevice));
   std::unique_ptr<Device> dev = std::move(*opened);
   PortInfo pi = dev->port();
   DiagContext dctx = make_diag_context(host, pi.active, false, rep.module);
   Loopback lb;
   if (cfg.traffic) {
-    if (auto f = port_down(dc, pi)) return env_fail(*f);
+    if (auto up = check_port_active(dc, pi); !up) return env_fail(up.error());
     QpParams qpp;
     qpp.gid_index = dc.gid_index;
-    if (auto f = setup_loopback(*dev, qpp, staging, dctx, lb)) {
-      f->code = kExitNotReady;  // churn: any setup failure means the host cannot run it
-      return env_fail(*f);
+    auto loopback = setup_loopback(*dev, qpp, staging, dctx);
+    if (!loopback) {
+      Error e = std::move(loopback).error();
+      e.exit = kExitNotReady;  // churn: any setup failure means the host cannot run it
+      return env_fail(e);
     }
+    lb = std::move(*loopback);
   }
   if (!o.json)
     std::fprintf(stderr, "rxe-verify: churn %s x %u%s ...\n", format_size(cfg.size).c_str(), cfg.count,

@@ -23,9 +23,13 @@ using nlohmann::json;
 
 void usage(const std::string& m) { throw UsageError(m); }
 
-void size_usage(const std::string& what, const std::string& err) {
-  usage(what + ": " + err +
-        (err.find("(use") == std::string::npos ? "; write sizes like 16, 512M, 1G or 1G+16" : ""));
+void size_usage(const std::string& what, const std::string& why) {
+  usage(what + ": " + why +
+        (why.find("(use") == std::string::npos ? "; write sizes like 16, 512M, 1G or 1G+16" : ""));
+}
+
+void throw_if_usage(const Error& e) {
+  if (e.exit == kExitUsage) throw UsageError(e);
 }
 
 std::uint64_t need_size(const std::string& what, const std::string& text, bool allow_zero) {
@@ -83,31 +87,25 @@ int run_guarded(const std::string& cmd, const std::function<int()>& command) {
   }
 }
 
-DeviceChoice resolve_device(Provider& prov, HostEnv& host, const std::string& wanted, int gid_opt,
-                            std::string& err, int& code) {
+Result<DeviceChoice> resolve_device(Provider& prov, HostEnv& host, const std::string& wanted, int gid_opt) {
   DeviceChoice c;
   auto sys = host.ib_devices();
-  auto verbs = prov.list_devices();
-  c.name = choose_device(sys, verbs, wanted, err, code);
-  if (c.name.empty()) return c;
+  auto name = choose_device(sys, prov.list_devices(), wanted);
+  if (!name) return std::move(name).error();
+  c.name = std::move(*name);
   for (const auto& d : sys)
     if (d.name == c.name) c.info = d;
   if (gid_opt >= 0) {
     c.gid_index = gid_opt;
-    if (!check_gid_index(c.info, gid_opt, err)) {
-      code = kExitUsage;
-      c.name.clear();
-    }
-  } else {
-    c.gid_index = select_gid_index(c.info.gids);
-    if (c.gid_index < 0) {
-      err = "device " + c.name +
-            " has no RoCE v2 GID (is its netdev up with an IP address?); pick one with "
-            "--gid-index";
-      code = kExitNotReady;
-      c.name.clear();
-    }
+    if (auto in_table = check_gid_index(c.info, gid_opt); !in_table) return std::move(in_table).error();
+    return c;
   }
+  c.gid_index = select_gid_index(c.info.gids);
+  if (c.gid_index < 0)
+    return Error("device " + c.name +
+                     " has no RoCE v2 GID (is its netdev up with an IP address?); pick one with "
+                     "--gid-index",
+                 "", kExitNotReady, cause::kNoDevice);
   return c;
 }
 
@@ -128,57 +126,57 @@ DiagContext make_diag_context(HostEnv& host, std::optional<bool> port_active, bo
   };
 }
 
-std::optional<SetupFailure> port_down(const DeviceChoice& dc, const PortInfo& pi) {
-  if (pi.active) return std::nullopt;
-  return SetupFailure{cause::kDeviceDown,
-                      "port 1 of " + dc.name + " is " + (pi.state_str.empty() ? "down" : pi.state_str),
-                      "bring its netdev up: `ip link set " +
-                          (dc.info.netdev.empty() ? std::string("<netdev>") : dc.info.netdev) + " up`",
-                      kExitNotReady};
+Result<void> check_port_active(const DeviceChoice& dc, const PortInfo& pi) {
+  if (pi.active) return {};
+  return Error("port 1 of " + dc.name + " is " + (pi.state_str.empty() ? "down" : pi.state_str),
+               "bring its netdev up: `ip link set " +
+                   (dc.info.netdev.empty() ? std::string("<netdev>") : dc.info.netdev) + " up`",
+               kExitNotReady, cause::kDeviceDown);
 }
 
-std::string connect_qp_pair(Device& dev, const QpParams& p, std::unique_ptr<QueuePair>& qa,
-                            std::unique_ptr<QueuePair>& qb) {
-  auto a = dev.create_qp(p);
-  if (!a) return a.error().summary;
-  qa = std::move(*a);
-  auto b = dev.create_qp(p);
-  if (!b) return b.error().summary;
-  qb = std::move(*b);
-  if (auto e = qa->connect(qb->local_addr()); !e) return e.error().summary;
-  if (auto e = qb->connect(qa->local_addr()); !e) return e.error().summary;
-  return "";
+Result<QpPair> connect_qp_pair(Device& dev, const QpParams& p) {
+  QpPair pair;
+  for (auto* q : {&pair.qa, &pair.qb}) {
+    auto created = dev.create_qp(p);
+    if (!created) return std::move(created).error();
+    *q = std::move(*created);
+  }
+  if (auto e = pair.qa->connect(pair.qb->local_addr()); !e) return std::move(e).error();
+  if (auto e = pair.qb->connect(pair.qa->local_addr()); !e) return std::move(e).error();
+  return pair;
 }
 
-std::optional<SetupFailure> setup_loopback(Device& dev, const QpParams& p, std::uint64_t staging,
-                                           const DiagContext& dctx, Loopback& lb) {
-  if (auto e = connect_qp_pair(dev, p, lb.qa, lb.qb); !e.empty())
-    return SetupFailure{cause::kUnknown, e, "", kExitNotReady};
+Result<Loopback> setup_loopback(Device& dev, const QpParams& p, std::uint64_t staging,
+                                const DiagContext& dctx) {
+  auto pair = connect_qp_pair(dev, p);
+  if (!pair) return Error(pair.error().summary, "", kExitNotReady, cause::kUnknown);
+  Loopback lb;
+  lb.qa = std::move(pair->qa);
+  lb.qb = std::move(pair->qb);
   lb.peer = std::make_unique<LocalPeer>(dev, staging);
-  if (lb.peer->ok()) return std::nullopt;
+  if (lb.peer->ok()) return lb;
   DiagInput in = dctx();
   in.stage = Stage::Register;
   in.err = lb.peer->reg_errno();
   in.size = staging;
   auto d = diagnose(in);
-  return SetupFailure{d.cause,
-                      "cannot register the " + format_size(staging) + " staging buffer: " + d.summary,
-                      d.remedy, d.cause == cause::kMemlock ? kExitNotReady : kExitFail};
+  return Error("cannot register the " + format_size(staging) + " staging buffer: " + d.summary, d.remedy,
+               d.cause == cause::kMemlock ? kExitNotReady : kExitFail, d.cause);
 }
 
-bool check_gid_index(const IbDevice& dev, int index, std::string& err) {
-  if (dev.gids.empty()) return true;  // GID table not readable: let the device decide
+Result<void> check_gid_index(const IbDevice& dev, int index) {
+  if (dev.gids.empty()) return {};  // GID table not readable: let the device decide
   std::string have;
   for (const auto& g : dev.gids) {
-    if (g.index == index) return true;
+    if (g.index == index) return {};
     have += (have.empty() ? "" : ", ") + std::to_string(g.index);
   }
-  err = "--gid-index " + std::to_string(index) + ": device " + dev.name + " has no GID " +
-        std::to_string(index) + " (valid: " + have + "); pick one listed by `rxe-verify doctor`";
-  return false;
+  return usage_error("--gid-index " + std::to_string(index) + ": device " + dev.name + " has no GID " +
+                     std::to_string(index) + " (valid: " + have +
+                     "); pick one listed by `rxe-verify doctor`");
 }
 
-bool check_peer_host(const std::string& host, std::string& err) {
+Result<void> check_peer_host(const std::string& host) {
   bool ok = !host.empty() && host.size() <= 253;
   for (char ch : host)
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_' || ch == ':' ||
@@ -191,13 +189,13 @@ bool check_peer_host(const std::string& host, std::string& err) {
     ok = inet_pton(AF_INET6, addr.c_str(), &a6) == 1;
   }
   if (!ok)
-    err = "bad peer address '" + host +
-          "': use a host name or IP address, with an optional :PORT (IPv6: [ADDR]:PORT)";
-  return ok;
+    return usage_error("bad peer address '" + host +
+                       "': use a host name or IP address, with an optional :PORT (IPv6: [ADDR]:PORT)");
+  return {};
 }
 
-std::string choose_device(const std::vector<IbDevice>& sys, const std::vector<std::string>& verbs,
-                          const std::string& wanted, std::string& err, int& code) {
+Result<std::string> choose_device(const std::vector<IbDevice>& sys, const std::vector<std::string>& verbs,
+                                  const std::string& wanted) {
   auto in_verbs = [&](const std::string& n) {
     return verbs.empty() || std::find(verbs.begin(), verbs.end(), n) != verbs.end();
   };
@@ -207,10 +205,8 @@ std::string choose_device(const std::vector<IbDevice>& sys, const std::vector<st
     if (!known) {
       std::string avail;
       for (const auto& v : verbs) avail += (avail.empty() ? "" : ", ") + v;
-      err = "unknown device '" + wanted + "' (available: " + (avail.empty() ? "none" : avail) +
-            "); name one listed by `rxe-verify doctor`, or leave --device out";
-      code = kExitUsage;
-      return "";
+      return usage_error("unknown device '" + wanted + "' (available: " + (avail.empty() ? "none" : avail) +
+                         "); name one listed by `rxe-verify doctor`, or leave --device out");
     }
     return wanted;
   }
@@ -218,11 +214,10 @@ std::string choose_device(const std::vector<IbDevice>& sys, const std::vector<st
     if (d.rxe && in_verbs(d.name)) return d.name;
   for (const auto& v : verbs)
     if (v.rfind("rxe", 0) == 0) return v;
-  err =
+  return Error(
       "no rxe device found (load rdma_rxe and run `rdma link add rxe0 type rxe netdev <netdev>`, or name one "
-      "with --device)";
-  code = kExitNotReady;
-  return "";
+      "with --device)",
+      "", kExitNotReady, cause::kNoDevice);
 }
 
 }  // namespace rxv
@@ -237,15 +232,14 @@ std::uint64_t run_pinned_bytes(std::uint64_t offset, std::uint64_t largest, unsi
   return region + std::max<std::uint64_t>(2ull << 20, span_pages(0, staging) * kPageSize);
 }
 
-std::optional<SetupFailure> memlock_preflight(HostEnv& host, std::uint64_t need, const std::string& what) {
+Result<void> memlock_preflight(HostEnv& host, std::uint64_t need, const std::string& what) {
   HostSnapshot h = snapshot(host);
-  if (memlock_allows(h.limits, h.cap_eff, need)) return std::nullopt;
+  if (memlock_allows(h.limits, h.cap_eff, need)) return {};
   auto ml = parse_memlock(h.limits);
   const std::string now = ml ? std::to_string(ml->soft / 1024) + " KiB" : std::string("?");
-  return SetupFailure{cause::kMemlock,
-                      "RLIMIT_MEMLOCK is " + now + ", below the " + std::to_string((need + 1023) / 1024) +
-                          " KiB this run pins (" + what + ") and the process lacks CAP_IPC_LOCK",
-                      memlock_remedy(need), kExitNotReady};
+  return Error("RLIMIT_MEMLOCK is " + now + ", below the " + std::to_string((need + 1023) / 1024) +
+                   " KiB this run pins (" + what + ") and the process lacks CAP_IPC_LOCK",
+               memlock_remedy(need), kExitNotReady, cause::kMemlock);
 }
 
 }  // namespace rxv
@@ -268,22 +262,22 @@ std::string uverbs_node_denied(const std::string& device) {
   return errno == EACCES || errno == EPERM ? found : "";
 }
 
-SetupFailure open_failure(const std::string& device, const std::string& err, const std::string& denied_node) {
+Error open_failure(const std::string& device, const Error& open_error, const std::string& denied_node) {
+  const std::string& why = open_error.summary;
   bool denied = !denied_node.empty();
   for (int e : {EACCES, EPERM})
-    if (err.find(std::strerror(e)) != std::string::npos) denied = true;
+    if (why.find(std::strerror(e)) != std::string::npos) denied = true;
   if (denied)
-    return {cause::kDeviceAccess,
-            err + ": this user may not open " +
-                (denied_node.empty() ? device + "'s /dev/infiniband/uverbs* node"
-                                     : denied_node + " (" + device + ")") +
-                " for reading and writing (not a memlock or memory problem)",
-            "give the user read and write access to /dev/infiniband/uverbs* (rdma-core's "
-            "udev rule makes them mode 0666: check `ls -l /dev/infiniband` and local udev "
-            "rules or groups), or run as a user that has it",
-            kExitNotReady};
-  return {cause::kNoDevice, err,
-          "load ib_uverbs and rdma_rxe and check that `rdma link show` lists " + device, kExitNotReady};
+    return Error(why + ": this user may not open " +
+                     (denied_node.empty() ? device + "'s /dev/infiniband/uverbs* node"
+                                          : denied_node + " (" + device + ")") +
+                     " for reading and writing (not a memlock or memory problem)",
+                 "give the user read and write access to /dev/infiniband/uverbs* (rdma-core's "
+                 "udev rule makes them mode 0666: check `ls -l /dev/infiniband` and local udev "
+                 "rules or groups), or run as a user that has it",
+                 kExitNotReady, cause::kDeviceAccess);
+  return Error(why, "load ib_uverbs and rdma_rxe and check that `rdma link show` lists " + device,
+               kExitNotReady, cause::kNoDevice);
 }
 
 }  // namespace rxv

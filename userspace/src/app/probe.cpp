@@ -34,15 +34,14 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
   ModuleIdentity mod = host.module();
   j["module"] = to_json(mod);
   Outcome out;
-  std::string err;
-  int code = 0;
-  DeviceChoice dc = resolve_device(prov, host, o.device, 0, err, code);
-  if (dc.name.empty()) {
-    if (code == kExitUsage) usage(err);
-    print_error("probe", err);
-    out.exit = code;
+  auto resolved = resolve_device(prov, host, o.device, 0);
+  if (!resolved) {
+    throw_if_usage(resolved.error());
+    print_error("probe", resolved.error().line());
+    out.exit = resolved.error().exit;
     return out;
   }
+  const DeviceChoice& dc = *resolved;
   j["device"] = dc.name;
   auto opened = prov.open(dc.name);
   if (!opened) {

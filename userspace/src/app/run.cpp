@@ -29,25 +29,24 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   rep.seed = cfg.seed;
   rep.completion_wait = ro.wait;
   rep.transport = cfg.two_host ? "tcp " + peer_host + ":" + std::to_string(port) : "loopback";
-  auto env_fail = [&](const SetupFailure& f) { return setup_failed("run", f, rep); };
+  auto env_fail = [&](const Error& e) { return setup_failed("run", e, rep); };
   auto fail = [&](const std::string& cause, const std::string& summary) {
-    return env_fail(SetupFailure{cause, summary, "", kExitNotReady});
+    return env_fail(Error(summary, "", kExitNotReady, cause));
   };
 
-  std::string err;
-  int code = 0;
-  DeviceChoice dc = resolve_device(prov, host, o.device, o.gid_index, err, code);
-  if (dc.name.empty()) {
-    if (code == kExitUsage) usage(err);
-    return fail(cause::kNoDevice, err);
+  auto resolved = resolve_device(prov, host, o.device, o.gid_index);
+  if (!resolved) {
+    throw_if_usage(resolved.error());
+    return env_fail(resolved.error());
   }
+  const DeviceChoice& dc = *resolved;
   rep.device = dc.name;
   rep.gid_index = dc.gid_index;
   auto opened = prov.open(dc.name);
-  if (!opened) return env_fail(open_failure(dc.name, opened.error().summary, uverbs_node_denied(dc.name)));
+  if (!opened) return env_fail(open_failure(dc.name, opened.error(), uverbs_node_denied(dc.name)));
   std::unique_ptr<Device> dev = std::move(*opened);
   PortInfo pi = dev->port();
-  if (auto f = port_down(dc, pi)) return env_fail(*f);
+  if (auto up = check_port_active(dc, pi); !up) return env_fail(up.error());
   if (pi.max_msg_sz && cfg.msg_size > pi.max_msg_sz) cfg.msg_size = pi.max_msg_sz;
 
   QpParams qpp;
@@ -58,10 +57,11 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   // the whole run's memlock need up front: the staging buffer alone would pass at 8 MiB
   // and the region fail next, and the advice must name what the run pins, not one buffer
   const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
-  if (auto f =
+  if (auto pins =
           memlock_preflight(host, run_pinned_bytes(cfg.offset, largest, cfg.split, staging_bytes_for(cfg)),
-                            "the " + format_size(largest) + " region and the staging buffer"))
-    return env_fail(*f);
+                            "the " + format_size(largest) + " region and the staging buffer");
+      !pins)
+    return env_fail(pins.error());
   Loopback lb;
   std::unique_ptr<QueuePair>& qa = lb.qa;
   std::optional<LineSocket> sock;
@@ -69,7 +69,9 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   Peer* peer = nullptr;
   const std::uint64_t staging = staging_bytes_for(cfg);
   if (!cfg.two_host) {
-    if (auto f = setup_loopback(*dev, qpp, staging, dctx, lb)) return env_fail(*f);
+    auto loopback = setup_loopback(*dev, qpp, staging, dctx);
+    if (!loopback) return env_fail(loopback.error());
+    lb = std::move(*loopback);
     peer = lb.peer.get();
   } else {
     auto created = dev->create_qp(qpp);
@@ -80,7 +82,7 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
       Error e = std::move(connected).error();
       e.remedy = "start `rxe-verify serve` on " + peer_host + " and check that TCP port " +
                  std::to_string(port) + " is reachable";
-      return env_fail(SetupFailure{e.cause, e.summary, e.remedy, e.exit});
+      return env_fail(e);
     }
     sock = std::move(*connected);
     // (a failed send shows as the answer's error)
@@ -114,7 +116,14 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
     rep.results.push_back(eng.run_size(sz));
     if (qa->broken()) {
       // Two hosts: the server's QP is gone with ours. Loopback: rebuild the pair.
-      broken = cfg.two_host || !connect_qp_pair(*dev, qpp, lb.qa, lb.qb).empty();
+      broken = true;
+      if (!cfg.two_host) {
+        if (auto rebuilt = connect_qp_pair(*dev, qpp)) {
+          lb.qa = std::move(rebuilt->qa);
+          lb.qb = std::move(rebuilt->qb);
+          broken = false;
+        }
+      }
     }
   }
   if (sock) {

@@ -2,6 +2,7 @@
 #include "app/run_options.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 #include "app/common.hpp"
 #include "oob_transport.hpp"
@@ -11,23 +12,21 @@
 
 namespace rxv {
 
-bool parse_spin_us(const std::string& text, std::chrono::microseconds& out, std::string& err) {
-  const std::string range = "use a whole number of microseconds from 0 to " +
-                            std::to_string(kMaxSpin.count()) + " (e.g. --spin 200)";
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
-    err = "'" + text + "' is not a number of microseconds; " + range;
-    return false;
-  }
-  // digits only: compare as text first, so that no length overflows the conversion
-  const std::string digits = text.substr(std::min(text.find_first_not_of('0'), text.size() - 1));
+Result<std::chrono::microseconds> parse_spin_us(const std::string& text) {
   const std::string max = std::to_string(kMaxSpin.count());
-  if (digits.size() > max.size() || (digits.size() == max.size() && digits > max)) {
-    err = text + " us is beyond the longest spin, " + max + " us (1 s); use at most --spin " + max +
-          ", or --busy-poll to spin without a bound";
-    return false;
-  }
-  out = std::chrono::microseconds(std::stoll(digits));
-  return true;
+  // digits only: a sign, a unit or a space is not a number of microseconds
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return usage_error("'" + text +
+                       "' is not a number of microseconds; use a whole number of microseconds from 0 to " +
+                       max + " (e.g. --spin 200)");
+  std::uint64_t us = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), us);
+  // out of range for 64 bits is beyond the longest spin too
+  if (ec != std::errc{} || end != text.data() + text.size() ||
+      us > static_cast<std::uint64_t>(kMaxSpin.count()))
+    return usage_error(text + " us is beyond the longest spin, " + max + " us (1 s); use at most --spin " +
+                       max + ", or --busy-poll to spin without a bound");
+  return std::chrono::microseconds(static_cast<std::chrono::microseconds::rep>(us));
 }
 
 RunOptions validate_run_options(const RunCommandConfig& o, HostEnv& host) {
@@ -72,8 +71,9 @@ RunOptions validate_run_options(const RunCommandConfig& o, HostEnv& host) {
   r.wait.mode = o.busy_poll ? WaitMode::BusyPoll : o.no_spin ? WaitMode::Event : WaitMode::Adaptive;
   r.wait.spin = o.spin;
   if (spin_given) {
-    std::string e;
-    if (!parse_spin_us(*o.spin_option, r.wait.spin, e)) usage("--spin: " + e);
+    auto spin = parse_spin_us(*o.spin_option);
+    if (!spin) usage("--spin: " + spin.error().summary);
+    r.wait.spin = *spin;
   }
   if (o.iters == 0 || o.iters < -1 || o.iters > (1ll << 40)) usage("--iters: must be at least 1 transfer");
   if (o.iters > 0) cfg.min_transfers = static_cast<std::uint64_t>(o.iters);
@@ -86,8 +86,7 @@ RunOptions validate_run_options(const RunCommandConfig& o, HostEnv& host) {
   if (cfg.two_host) {
     auto hp = parse_host_port(o.connect);
     if (!hp) usage("--connect: " + hp.error().summary);
-    std::string e;
-    if (!check_peer_host(hp->host, e)) usage("--connect: " + e);
+    if (auto named = check_peer_host(hp->host); !named) usage("--connect: " + named.error().summary);
     r.peer_host = hp->host;
     r.port = hp->port;
   }

@@ -22,8 +22,8 @@ struct RunOptions {
 };
 
 // --spin's value: a whole number of microseconds, 0 to kMaxSpin (digits only: no sign,
-// unit or spaces). False with err, the rest of the one usage line after "--spin: ".
-bool parse_spin_us(const std::string& text, std::chrono::microseconds& out, std::string& err);
+// unit or spaces). A usage error's summary is the rest of the line after "--spin: ".
+Result<std::chrono::microseconds> parse_spin_us(const std::string& text);
 
 // A bad option value throws UsageError; a size beyond this host's memory throws
 // UsageError (beyond MemTotal) or NotReadyError (beyond MemAvailable) unless --force.

@@ -12,15 +12,14 @@ Outcome serve_command(const ServeCommandConfig& o, Provider& prov, HostEnv& host
   if (o.timeout < 0) usage("--timeout: must not be negative");
   check_gid_option(o.gid_given, o.gid_index);
   Outcome out;
-  std::string err;
-  int code = 0;
-  DeviceChoice dc = resolve_device(prov, host, o.device, o.gid_index, err, code);
-  if (dc.name.empty()) {
-    if (code == kExitUsage) usage(err);
-    print_error("serve", err);
-    out.exit = code;
+  auto resolved = resolve_device(prov, host, o.device, o.gid_index);
+  if (!resolved) {
+    throw_if_usage(resolved.error());
+    print_error("serve", resolved.error().line());
+    out.exit = resolved.error().exit;
     return out;
   }
+  const DeviceChoice& dc = *resolved;
   ServeOptions so;
   so.device = dc.name;
   so.gid_index = dc.gid_index;
