@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "host.hpp"
+#include "number.hpp"
 #include "plan.hpp"
 #include "procfs.hpp"
 #include "size.hpp"
@@ -13,17 +14,6 @@
 namespace rxv {
 
 namespace {
-
-bool to_u64(const std::string& s, std::uint64_t& v) {
-  if (s.empty()) return false;
-  std::uint64_t x = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    x = x * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  v = x;
-  return true;
-}
 
 std::vector<std::string_view> text_lines(std::string_view t) {
   std::vector<std::string_view> out;
@@ -48,8 +38,9 @@ KernelMemory parse_kernel_memory(std::string_view meminfo, std::string_view vmal
   for (auto line : text_lines(meminfo)) {
     auto w = split_ws(line);
     if (w.size() < 2) continue;
-    std::uint64_t v = 0;
-    if (!to_u64(w[1], v)) continue;
+    auto n = parse_uint(w[1]);
+    if (!n) continue;
+    const std::uint64_t v = *n;
     std::uint64_t mul = (w.size() >= 3 && w[2] == "kB") ? 1024 : 1;
     if (w[0] == "MemFree:") {
       k.mem_free = v * mul;
@@ -72,8 +63,9 @@ KernelMemory parse_kernel_memory(std::string_view meminfo, std::string_view vmal
     if (w.size() < 2 || w[0].rfind("0x", 0) != 0) continue;
     any = true;
     if (line.find("unpurged") != std::string_view::npos) continue;
-    std::uint64_t v = 0;
-    if (!to_u64(w[1], v)) continue;
+    auto n = parse_uint(w[1]);
+    if (!n) continue;
+    const std::uint64_t v = *n;
     k.vmallocinfo += v;
   }
   k.has_vmallocinfo = any;

@@ -3,6 +3,9 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
+
+#include "number.hpp"
 
 namespace rxv {
 using nlohmann::json;
@@ -28,15 +31,10 @@ std::optional<QpAddr> qp_from_json(const json& j) {
   std::string g = j["gid"].get<std::string>();
   if (g.size() != 32) return std::nullopt;
   for (std::size_t i = 0; i < 16; ++i) {
-    auto nib = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-      return -1;
-    };
-    int hi = nib(g[2 * i]), lo = nib(g[2 * i + 1]);  // strtoul took "-1", " f", "+f"
-    if (hi < 0 || lo < 0) return std::nullopt;
-    a.gid[i] = static_cast<std::uint8_t>(hi * 16 + lo);
+    // two hex digits a byte (parse_uint takes no sign or space: strtoul took "-1", " f", "+f")
+    auto byte = parse_uint<std::uint8_t>(std::string_view(g).substr(2 * i, 2), 16);
+    if (!byte) return std::nullopt;
+    a.gid[i] = *byte;
   }
   return a;
 }

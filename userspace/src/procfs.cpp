@@ -1,8 +1,9 @@
 #include "procfs.hpp"
 
 #include <cctype>
-#include <cstdlib>
 #include <sstream>
+
+#include "number.hpp"
 
 namespace rxv {
 
@@ -33,13 +34,6 @@ std::vector<std::string_view> lines(std::string_view t) {
   }
   return out;
 }
-bool parse_u64(const std::string& s, std::uint64_t& v) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  v = std::strtoull(s.c_str(), nullptr, 10);
-  return true;
-}
 }  // namespace
 
 std::vector<BuddyZone> parse_buddyinfo(std::string_view text) {
@@ -51,18 +45,18 @@ std::vector<BuddyZone> parse_buddyinfo(std::string_view text) {
     BuddyZone z;
     std::string n = w[1];
     if (!n.empty() && n.back() == ',') n.pop_back();
-    std::uint64_t node = 0;
-    if (!parse_u64(n, node)) continue;
-    z.node = static_cast<int>(node);
+    auto node = parse_uint(n);
+    if (!node) continue;
+    z.node = static_cast<int>(*node);
     z.zone = w[3];
     bool ok = true;
     for (std::size_t i = 4; i < w.size(); ++i) {
-      std::uint64_t v;
-      if (!parse_u64(w[i], v)) {
+      auto v = parse_uint(w[i]);
+      if (!v) {
         ok = false;
         break;
       }
-      z.free.push_back(v);
+      z.free.push_back(*v);
     }
     if (ok) zones.push_back(std::move(z));
   }
@@ -105,7 +99,9 @@ std::optional<MemlockLimit> parse_memlock(std::string_view text) {
         unl = true;
         return true;
       }
-      return parse_u64(s, v);
+      auto n = parse_uint(s);
+      if (n) v = *n;
+      return n.has_value();
     };
     if (!one(w[0], m.soft_unlimited, m.soft) || !one(w[1], m.hard_unlimited, m.hard)) return std::nullopt;
     return m;
@@ -119,8 +115,9 @@ std::optional<MemInfo> parse_meminfo(std::string_view text) {
   for (auto line : lines(text)) {
     auto w = split_ws(line);
     if (w.size() < 2) continue;
-    std::uint64_t v;
-    if (!parse_u64(w[1], v)) continue;
+    auto n = parse_uint(w[1]);
+    if (!n) continue;
+    const std::uint64_t v = *n;
     std::uint64_t mul = (w.size() >= 3 && w[2] == "kB") ? 1024 : 1;
     if (w[0] == "MemTotal:") {
       m.total = v * mul;
@@ -140,12 +137,7 @@ std::optional<MemInfo> parse_meminfo(std::string_view text) {
 std::optional<std::uint64_t> parse_cap_eff(std::string_view text) {
   for (auto line : lines(text)) {
     if (line.rfind("CapEff:", 0) != 0) continue;
-    std::string v = trim(line.substr(7));
-    if (v.empty()) return std::nullopt;
-    char* end = nullptr;
-    unsigned long long x = std::strtoull(v.c_str(), &end, 16);
-    if (!end || *end) return std::nullopt;
-    return static_cast<std::uint64_t>(x);
+    return parse_uint(trim(line.substr(7)), 16);
   }
   return std::nullopt;
 }
@@ -176,7 +168,7 @@ std::string GidEntry::ipv4() const {
   std::string h = hexdigits(gid);
   std::string out;
   for (int i = 0; i < 4; ++i) {
-    unsigned v = static_cast<unsigned>(std::strtoul(h.substr(24 + 2 * i, 2).c_str(), nullptr, 16));
+    unsigned v = parse_uint<unsigned>(std::string_view(h).substr(24 + 2 * i, 2), 16).value_or(0);
     if (i) out += '.';
     out += std::to_string(v);
   }

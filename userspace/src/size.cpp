@@ -1,7 +1,9 @@
 #include "size.hpp"
 
 #include <cctype>
+#include <charconv>
 #include <limits>
+#include <system_error>
 
 namespace rxv {
 namespace {
@@ -24,21 +26,18 @@ SizeParse parse_term(std::string_view raw) {
     r.error = "negative size '" + t + "'";
     return r;
   }
-  std::size_t i = 0;
-  std::uint64_t v = 0;
   if (!std::isdigit(static_cast<unsigned char>(t[0]))) {
     r.error = "size '" + t + "' does not start with a number";
     return r;
   }
-  while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) {
-    unsigned d = static_cast<unsigned>(t[i] - '0');
-    if (v > (std::numeric_limits<std::uint64_t>::max() - d) / 10) {
-      r.error = "size '" + t + "' is too large";
-      return r;
-    }
-    v = v * 10 + d;
-    ++i;
+  // the leading digits; the rest is the suffix
+  std::uint64_t v = 0;
+  auto [digits_end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec == std::errc::result_out_of_range) {
+    r.error = "size '" + t + "' is too large";
+    return r;
   }
+  const std::size_t i = static_cast<std::size_t>(digits_end - t.data());
   std::string suf = t.substr(i);
   for (auto& c : suf) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   unsigned shift = 0;
