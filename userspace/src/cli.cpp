@@ -11,18 +11,26 @@
 
 namespace rxv {
 
-int cli_main(int argc, char** argv) {
-  CLI::App app{
-      "rxe-verify: verify large memory registrations and RDMA data integrity on "
-      "Soft-RoCE (rdma_rxe)",
-      "rxe-verify"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("rxe-verify ") + kToolVersion);
-  app.footer(
-      "Exit status: 0 pass/ready, 1 fail, 2 usage error, 3 environment not ready, 4 skipped.\n"
-      "See rxe-verify(1).");
+namespace {
 
-  RunCommandConfig ro;
+// Every command's options, as CLI11 fills them.
+struct Options {
+  RunCommandConfig run;
+  std::string spin_text, connect_short;  // run's --spin and -c, as typed
+  ServeCommandConfig serve;
+  DoctorCommandConfig doctor;
+  bool doctor_json = false;
+  ProbeCommandConfig probe;
+  ChurnCommandConfig churn;
+};
+// The subcommands, in the order of the help.
+struct Commands {
+  CLI::App *run, *serve, *doctor, *probe, *churn;
+};
+
+// Each command's subcommand: its options and their help, bound to its config (CLI11
+// fills it as it parses). run's --spin and -c go to texts of their own (after_parse).
+CLI::App* add_run(CLI::App& app, RunCommandConfig& ro, std::string& spin_text, std::string& connect_short) {
   auto* run = app.add_subcommand("run", "register regions and verify RDMA WRITE/READ data integrity");
   run->add_option("-s,--size", ro.sizes,
                   "region size(s): 512M, 1G, 2G, 1G+16; repeatable or comma list (default 1G)");
@@ -61,7 +69,6 @@ int cli_main(int argc, char** argv) {
                 "sleep on the completion channel as soon as the queue is empty: no CPU spent "
                 "polling, but a wake-up (system call and scheduler, tens of microseconds, more "
                 "on an emulated host) for every wait. Not with --busy-poll or --spin");
-  std::string spin_text;
   run->add_option("--spin", spin_text,
                   "the default waiting's spin: poll an empty completion queue for up to USEC "
                   "microseconds (default " +
@@ -76,15 +83,16 @@ int cli_main(int argc, char** argv) {
                 "print bandwidth in Gb/s instead of MiB/s (JSON keeps MB/s)");
   run->add_option("--connect", ro.connect,
                   "HOST[:PORT] of `rxe-verify serve` (two-host run; default port 47910)");
-  std::string connect_short;
   run->add_option("-c", connect_short, "deprecated spelling of --connect")->group("");
   run->add_option("--timeout", ro.timeout,
                   "deadline per RDMA operation in seconds (default 30 s + 1 s per 4 MiB)");
   run->add_flag("--json", ro.json, "print the report as JSON");
   run->add_flag("--no-progress", ro.no_progress, "no progress bar");
   run->add_flag("--force", ro.force, "allow sizes beyond available memory");
+  return run;
+}
 
-  ServeCommandConfig so;
+CLI::App* add_serve(CLI::App& app, ServeCommandConfig& so) {
   auto* serve = app.add_subcommand("serve", "serve one two-host run (staging buffer + responder QP)");
   serve->add_option("-d,--device", so.device, "RDMA device (default: first rxe device)");
   serve->add_option("-g,--gid-index", so.gid_index, "GID index (default: RoCE v2, IPv4-mapped preferred)");
@@ -93,15 +101,18 @@ int cli_main(int argc, char** argv) {
   serve->add_option("--timeout", so.timeout,
                     "seconds to wait for a client and between messages; 0 = forever (default 300)");
   serve->add_flag("--forever", so.forever, "keep serving clients instead of exiting after one");
+  return serve;
+}
 
-  bool dj = false;
-  DoctorCommandConfig dco;
+CLI::App* add_doctor(CLI::App& app, DoctorCommandConfig& dco, bool& dj) {
   auto* doctor =
       app.add_subcommand("doctor", "check this host: module, devices, memlock, fragmentation, firewall");
   doctor->add_flag("--json", dj, "print JSON");
   doctor->add_option("-s,--size", dco.size, "region size the memlock check must allow (default 1G)");
+  return doctor;
+}
 
-  ProbeCommandConfig po;
+CLI::App* add_probe(CLI::App& app, ProbeCommandConfig& po) {
   auto* probe = app.add_subcommand("probe", "find the largest MR that registers (bisection)");
   probe->add_option("--max", po.max, "largest size to try (default min(4G, RAM/2))");
   probe->add_option("--min", po.min, "smallest size to try (default: the granularity)");
@@ -111,8 +122,10 @@ int cli_main(int argc, char** argv) {
   probe->add_option("-d,--device", po.device, "RDMA device (default: first rxe device)");
   probe->add_flag("--json", po.json, "print JSON");
   probe->add_flag("--force", po.force, "allow --max beyond available memory");
+  return probe;
+}
 
-  ChurnCommandConfig co;
+CLI::App* add_churn(CLI::App& app, ChurnCommandConfig& co) {
   auto* churn = app.add_subcommand(
       "churn", "register and deregister one region many times; time it and watch kernel memory");
   churn->add_option("-s,--size", co.size, "region size: 1G, 2G, 1G+16")->required();
@@ -126,16 +139,108 @@ int cli_main(int argc, char** argv) {
                     "GID index for --traffic (default: RoCE v2, IPv4-mapped preferred)");
   churn->add_flag("--json", co.json, "print JSON (every iteration)");
   churn->add_flag("--force", co.force, "allow sizes beyond available memory");
+  return churn;
+}
 
+// What CLI11's parse left for the configs: which options were given, -c as --connect.
+void after_parse(const Commands& c, Options& o) {
+  RunCommandConfig& ro = o.run;
+  ro.gid_given = c.run->count("--gid-index") > 0;
+  if (c.run->count("--spin") > 0) ro.spin_option = o.spin_text;
+  if (c.run->count("-c") > 0 && ro.connect.empty()) {
+    ro.connect = o.connect_short;
+    ro.connect_short = true;
+  }
+  o.serve.gid_given = c.serve->count("--gid-index") > 0;
+}
+
+// A command line CLI11 refused: one line naming the command (when one was recognised),
+// what was wrong and where the help is; exit 2. A help request inside a subcommand: its
+// help, exit 0.
+int refused(const CLI::ParseError& e, CLI::App& app, const Commands& c, int argc, char** argv) {
+  // Which subcommand was being parsed (for the message and a help hint)?
+  std::string sub;
+  for (auto* s : {c.run, c.serve, c.doctor, c.probe, c.churn})
+    if (s->parsed()) sub = s->get_name();
+  if (e.get_name() == "CallForHelp") {
+    std::cout << (sub.empty() ? app.help() : app.get_subcommand(sub)->help());
+    return 0;
+  }
+  std::string msg = e.what();
+  std::replace(msg.begin(), msg.end(), '\n', ' ');
+  if (sub.empty()) {
+    // no subcommand recognised: say which word was wrong and what the commands are
+    std::string first = argc > 1 ? argv[1] : "";
+    msg = first.empty() || first[0] == '-'
+              ? (first.empty() ? "a command is required" : msg) + "; use run, serve, doctor, probe or churn"
+              : "unknown command '" + first + "'; use run, serve, doctor, probe or churn";
+  }
+  std::fprintf(stderr, "rxe-verify%s%s: error: %s (see 'rxe-verify %s--help')\n", sub.empty() ? "" : " ",
+               sub.c_str(), msg.c_str(), sub.empty() ? "" : (sub + " ").c_str());
+  return kExitUsage;
+}
+
+// A command's outcome on stdout (its JSON report with --json, else its text); its exit code.
+int show(const Outcome& out, bool json) {
+  if (json) {
+    // (replace: a text from the host or a peer that is not UTF-8 must not abort the report)
+    if (out.has_report)
+      std::cout << out.report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    std::cout << out.text;
+  }
+  return out.exit;
+}
+
+// The one command parsed, run inside the command boundary (its exceptions stop there),
+// its outcome printed.
+int dispatch(const Commands& c, const Options& o) {
+  auto guarded = [&](const char* cmd, auto&& command) {
+    return run_guarded(cmd, [&] {
+      auto host = make_system_host();
+      auto prov = make_ibv_provider();
+      return command(*prov, *host);
+    });
+  };
+  if (c.run->parsed())
+    return guarded("run",
+                   [&](Provider& p, HostEnv& h) { return show(run_command(o.run, p, h), o.run.json); });
+  if (c.serve->parsed())
+    return guarded("serve",
+                   [&](Provider& p, HostEnv& h) { return show(serve_command(o.serve, p, h), false); });
+  if (c.doctor->parsed())
+    return guarded("doctor",
+                   [&](Provider&, HostEnv& h) { return show(doctor_command(o.doctor, h), o.doctor_json); });
+  if (c.probe->parsed())
+    return guarded("probe",
+                   [&](Provider& p, HostEnv& h) { return show(probe_command(o.probe, p, h), o.probe.json); });
+  if (c.churn->parsed())
+    return guarded("churn",
+                   [&](Provider& p, HostEnv& h) { return show(churn_command(o.churn, p, h), o.churn.json); });
+  return kExitUsage;
+}
+
+}  // namespace
+
+// Options into the configs (the add_* above), the one command run (dispatch).
+int cli_main(int argc, char** argv) {
+  CLI::App app{
+      "rxe-verify: verify large memory registrations and RDMA data integrity on "
+      "Soft-RoCE (rdma_rxe)",
+      "rxe-verify"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("rxe-verify ") + kToolVersion);
+  app.footer(
+      "Exit status: 0 pass/ready, 1 fail, 2 usage error, 3 environment not ready, 4 skipped.\n"
+      "See rxe-verify(1).");
+
+  Options o;
+  const Commands c{add_run(app, o.run, o.spin_text, o.connect_short), add_serve(app, o.serve),
+                   add_doctor(app, o.doctor, o.doctor_json), add_probe(app, o.probe),
+                   add_churn(app, o.churn)};
   try {
     app.parse(argc, argv);
-    ro.gid_given = run->count("--gid-index") > 0;
-    if (run->count("--spin") > 0) ro.spin_option = spin_text;
-    if (run->count("-c") > 0 && ro.connect.empty()) {
-      ro.connect = connect_short;
-      ro.connect_short = true;
-    }
-    so.gid_given = serve->count("--gid-index") > 0;
+    after_parse(c, o);
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();
     return 0;
@@ -146,57 +251,9 @@ int cli_main(int argc, char** argv) {
     std::cout << "rxe-verify " << kToolVersion << "\n";
     return 0;
   } catch (const CLI::ParseError& e) {
-    // Which subcommand was being parsed (for the message and a help hint)?
-    std::string sub;
-    for (auto* s : {run, serve, doctor, probe, churn})
-      if (s->parsed()) sub = s->get_name();
-    if (e.get_name() == "CallForHelp") {
-      std::cout << (sub.empty() ? app.help() : app.get_subcommand(sub)->help());
-      return 0;
-    }
-    std::string msg = e.what();
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    if (sub.empty()) {
-      // no subcommand recognised: say which word was wrong and what the commands are
-      std::string first = argc > 1 ? argv[1] : "";
-      msg = first.empty() || first[0] == '-'
-                ? (first.empty() ? "a command is required" : msg) + "; use run, serve, doctor, probe or churn"
-                : "unknown command '" + first + "'; use run, serve, doctor, probe or churn";
-    }
-    std::fprintf(stderr, "rxe-verify%s%s: error: %s (see 'rxe-verify %s--help')\n", sub.empty() ? "" : " ",
-                 sub.c_str(), msg.c_str(), sub.empty() ? "" : (sub + " ").c_str());
-    return kExitUsage;
+    return refused(e, app, c, argc, argv);
   }
-  // Options parsed: run the one command and print its outcome (JSON with --json).
-  auto show = [](const Outcome& out, bool json) {
-    if (json) {
-      // (replace: a text from the host or a peer that is not UTF-8 must not abort the report)
-      if (out.has_report)
-        std::cout << out.report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    } else {
-      std::cout << out.text;
-    }
-    return out.exit;
-  };
-  // the one command parsed, run inside the command boundary (its exceptions stop there)
-  auto guarded = [&](const char* cmd, auto&& command) {
-    return run_guarded(cmd, [&] {
-      auto host = make_system_host();
-      auto prov = make_ibv_provider();
-      return command(*prov, *host);
-    });
-  };
-  if (run->parsed())
-    return guarded("run", [&](Provider& p, HostEnv& h) { return show(run_command(ro, p, h), ro.json); });
-  if (serve->parsed())
-    return guarded("serve", [&](Provider& p, HostEnv& h) { return show(serve_command(so, p, h), false); });
-  if (doctor->parsed())
-    return guarded("doctor", [&](Provider&, HostEnv& h) { return show(doctor_command(dco, h), dj); });
-  if (probe->parsed())
-    return guarded("probe", [&](Provider& p, HostEnv& h) { return show(probe_command(po, p, h), po.json); });
-  if (churn->parsed())
-    return guarded("churn", [&](Provider& p, HostEnv& h) { return show(churn_command(co, p, h), co.json); });
-  return kExitUsage;
+  return dispatch(c, o);
 }
 
 }  // namespace rxv
