@@ -12,27 +12,120 @@
 namespace rxv {
 using nlohmann::json;
 
+namespace {
+
+// The other end of the run's transfers: the loopback QP pair with its staging buffer, or
+// the connection to `rxe-verify serve` and the server's staging buffer. lb.qa is the
+// run's QP either way. (The socket is on the heap: RemotePeer keeps a reference to it.)
+struct Side {
+  Loopback lb;
+  std::unique_ptr<LineSocket> sock;
+  std::unique_ptr<RemotePeer> remote;
+  Peer* peer = nullptr;
+};
+
+Result<Side> loopback_side(Device& dev, const QpParams& qpp, std::uint64_t staging, const DiagContext& dctx) {
+  auto loopback = setup_loopback(dev, qpp, staging, dctx);
+  if (!loopback) return std::move(loopback).error();
+  Side side;
+  side.lb = std::move(*loopback);
+  side.peer = side.lb.peer.get();
+  return side;
+}
+
+// Our QP, the connection to the server, its hello answer and our QP connected to its QP.
+Result<Side> server_side(Device& dev, const QpParams& qpp, const RunOptions& ro, std::uint64_t staging) {
+  auto fail = [](const std::string& cause, const std::string& summary) {
+    return Error(summary, "", kExitNotReady, cause);
+  };
+  Side side;
+  auto created = dev.create_qp(qpp);
+  if (!created) return fail(cause::kUnknown, created.error().summary);
+  side.lb.qa = std::move(*created);
+  auto connected = tcp_connect(ro.peer_host, ro.port, std::chrono::seconds(15));
+  if (!connected) {
+    Error e = std::move(connected).error();
+    e.remedy = "start `rxe-verify serve` on " + ro.peer_host + " and check that TCP port " +
+               std::to_string(ro.port) + " is reachable";
+    return e;
+  }
+  side.sock = std::make_unique<LineSocket>(std::move(*connected));
+  // (a failed send shows as the answer's error)
+  (void)side.sock->send({{"op", "hello"},
+                         {"version", kProtocolVersion},
+                         {"qp", qp_to_json(side.lb.qa->local_addr())},
+                         {"staging", staging}});
+  auto hr = side.sock->recv(std::chrono::seconds(60));
+  if (!hr) return fail(cause::kNetwork, "no answer from the server: " + hr.error().summary);
+  auto sh = parse_hello_reply(*hr);
+  if (!sh) return fail(cause::kUnknown, sh.error().summary);
+  if (auto e = side.lb.qa->connect(sh->qp); !e) return fail(cause::kUnknown, e.error().summary);
+  side.remote = std::make_unique<RemotePeer>(*side.sock, sh->staging_addr, sh->staging_rkey, sh->staging_size,
+                                             std::chrono::seconds(120));
+  side.peer = side.remote.get();
+  return side;
+}
+
+// Every size in turn; after a size broke the QP, the loopback pair is rebuilt, while two
+// hosts (the server's QP is gone with ours) skip the remaining sizes.
+void run_sizes(Device& dev, const QpParams& qpp, Side& side, const RunOptions& ro, const DiagContext& dctx,
+               bool json, RunReport& rep) {
+  const RunConfig& cfg = ro.cfg;
+  bool broken = false;
+  for (auto sz : ro.sizes) {
+    if (broken) {
+      SizeResult s = planned_result(sz, cfg);
+      s.result = SizeOutcome::Skip;
+      s.diagnosis = Diagnosis{"skipped", "not run: the connection failed on an earlier size", ""};
+      rep.results.push_back(s);
+      continue;
+    }
+    Engine eng(dev, *side.lb.qa, *side.peer, cfg, dctx);
+    if (!json)
+      std::fprintf(stderr, "rxe-verify: %s%s ...\n", format_size(sz).c_str(),
+                   cfg.offset ? (" at offset " + std::to_string(cfg.offset)).c_str() : "");
+    rep.results.push_back(eng.run_size(sz));
+    if (!side.lb.qa->broken()) continue;
+    broken = true;
+    if (cfg.two_host) continue;
+    if (auto rebuilt = connect_qp_pair(dev, qpp)) {
+      side.lb.qa = std::move(rebuilt->qa);
+      side.lb.qb = std::move(rebuilt->qb);
+      broken = false;
+    }
+  }
+}
+
+RunReport new_report(HostEnv& host, const RunOptions& ro) {
+  RunReport rep;
+  rep.kernel = host.kernel();
+  rep.module = host.module();
+  rep.seed = ro.cfg.seed;
+  rep.completion_wait = ro.wait;
+  rep.transport = ro.cfg.two_host ? "tcp " + ro.peer_host + ":" + std::to_string(ro.port) : "loopback";
+  return rep;
+}
+
+// The whole run's memlock need up front: the staging buffer alone would pass at 8 MiB and
+// the region fail next, and the advice must name what the run pins, not one buffer.
+Result<void> whole_run_memlock(HostEnv& host, const RunOptions& ro) {
+  const RunConfig& cfg = ro.cfg;
+  const std::uint64_t largest = *std::max_element(ro.sizes.begin(), ro.sizes.end());
+  return memlock_preflight(host, run_pinned_bytes(cfg.offset, largest, cfg.split, staging_bytes_for(cfg)),
+                           "the " + format_size(largest) + " region and the staging buffer");
+}
+
+}  // namespace
+
 Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   RunOptions ro = validate_run_options(o, host);
-  const std::vector<std::uint64_t>& sizes = ro.sizes;
   RunConfig& cfg = ro.cfg;
-  const std::string& peer_host = ro.peer_host;
-  const std::uint16_t port = ro.port;
   if (cfg.two_host && o.connect_short)
     std::fprintf(stderr,
                  "rxe-verify run: note: -c is deprecated (perftest's -c is the "
                  "connection type); use --connect\n");
-
-  RunReport rep;
-  rep.kernel = host.kernel();
-  rep.module = host.module();
-  rep.seed = cfg.seed;
-  rep.completion_wait = ro.wait;
-  rep.transport = cfg.two_host ? "tcp " + peer_host + ":" + std::to_string(port) : "loopback";
+  RunReport rep = new_report(host, ro);
   auto env_fail = [&](const Error& e) { return setup_failed("run", e, rep); };
-  auto fail = [&](const std::string& cause, const std::string& summary) {
-    return env_fail(Error(summary, "", kExitNotReady, cause));
-  };
 
   auto resolved = resolve_device(prov, host, o.device, o.gid_index);
   if (!resolved) {
@@ -54,82 +147,15 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   qpp.tx_depth = cfg.tx_depth;
   qpp.wait = ro.wait;
   DiagContext dctx = make_diag_context(host, pi.active, cfg.two_host, rep.module);
-  // the whole run's memlock need up front: the staging buffer alone would pass at 8 MiB
-  // and the region fail next, and the advice must name what the run pins, not one buffer
-  const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
-  if (auto pins =
-          memlock_preflight(host, run_pinned_bytes(cfg.offset, largest, cfg.split, staging_bytes_for(cfg)),
-                            "the " + format_size(largest) + " region and the staging buffer");
-      !pins)
-    return env_fail(pins.error());
-  Loopback lb;
-  std::unique_ptr<QueuePair>& qa = lb.qa;
-  std::optional<LineSocket> sock;
-  std::unique_ptr<RemotePeer> rpeer;
-  Peer* peer = nullptr;
+  if (auto pins = whole_run_memlock(host, ro); !pins) return env_fail(pins.error());
   const std::uint64_t staging = staging_bytes_for(cfg);
-  if (!cfg.two_host) {
-    auto loopback = setup_loopback(*dev, qpp, staging, dctx);
-    if (!loopback) return env_fail(loopback.error());
-    lb = std::move(*loopback);
-    peer = lb.peer.get();
-  } else {
-    auto created = dev->create_qp(qpp);
-    if (!created) return fail(cause::kUnknown, created.error().summary);
-    qa = std::move(*created);
-    auto connected = tcp_connect(peer_host, port, std::chrono::seconds(15));
-    if (!connected) {
-      Error e = std::move(connected).error();
-      e.remedy = "start `rxe-verify serve` on " + peer_host + " and check that TCP port " +
-                 std::to_string(port) + " is reachable";
-      return env_fail(e);
-    }
-    sock = std::move(*connected);
-    // (a failed send shows as the answer's error)
-    (void)sock->send({{"op", "hello"},
-                      {"version", kProtocolVersion},
-                      {"qp", qp_to_json(qa->local_addr())},
-                      {"staging", staging}});
-    auto hr = sock->recv(std::chrono::seconds(60));
-    if (!hr) return fail(cause::kNetwork, "no answer from the server: " + hr.error().summary);
-    auto sh = parse_hello_reply(*hr);
-    if (!sh) return fail(cause::kUnknown, sh.error().summary);
-    if (auto e = qa->connect(sh->qp); !e) return fail(cause::kUnknown, e.error().summary);
-    rpeer = std::make_unique<RemotePeer>(*sock, sh->staging_addr, sh->staging_rkey, sh->staging_size,
-                                         std::chrono::seconds(120));
-    peer = rpeer.get();
-  }
-
-  bool broken = false;
-  for (auto sz : sizes) {
-    if (broken) {
-      SizeResult s = planned_result(sz, cfg);
-      s.result = SizeOutcome::Skip;
-      s.diagnosis = Diagnosis{"skipped", "not run: the connection failed on an earlier size", ""};
-      rep.results.push_back(s);
-      continue;
-    }
-    Engine eng(*dev, *qa, *peer, cfg, dctx);
-    if (!o.json)
-      std::fprintf(stderr, "rxe-verify: %s%s ...\n", format_size(sz).c_str(),
-                   cfg.offset ? (" at offset " + std::to_string(cfg.offset)).c_str() : "");
-    rep.results.push_back(eng.run_size(sz));
-    if (qa->broken()) {
-      // Two hosts: the server's QP is gone with ours. Loopback: rebuild the pair.
-      broken = true;
-      if (!cfg.two_host) {
-        if (auto rebuilt = connect_qp_pair(*dev, qpp)) {
-          lb.qa = std::move(rebuilt->qa);
-          lb.qb = std::move(rebuilt->qb);
-          broken = false;
-        }
-      }
-    }
-  }
-  if (sock) {
+  auto side = cfg.two_host ? server_side(*dev, qpp, ro, staging) : loopback_side(*dev, qpp, staging, dctx);
+  if (!side) return env_fail(side.error());
+  run_sizes(*dev, qpp, *side, ro, dctx, o.json, rep);
+  if (side->sock) {
     // the server's answer is awaited, not judged: the sizes' results are in
-    (void)sock->send({{"op", "bye"}});
-    (void)sock->recv(std::chrono::seconds(5));
+    (void)side->sock->send({{"op", "bye"}});
+    (void)side->sock->recv(std::chrono::seconds(5));
   }
   int rc = finalize(rep);
   return reported(rc, to_json(rep), to_table(rep, o.report_gbits));
