@@ -26,109 +26,142 @@ bool range_ok(std::uint64_t st, std::uint64_t len, std::uint64_t size) {
 
 }  // namespace
 
-Result<void> serve_session(Provider& prov, const ServeOptions& o, LineSocket& s) {
-  // a silent client holds the (one-client-at-a-time) server for at most this long, also
-  // with --timeout 0 (which only means: wait for a client forever)
-  double idle = o.timeout > 0 ? o.timeout : kDefaultIdleSeconds;
-  auto to = std::chrono::milliseconds(static_cast<long long>(idle * 1000));
-  // an answer that cannot be sent shows as the next recv's error
-  auto reply = [&](const json& j) { (void)s.send(j); };
-  auto refuse = [&](const std::string& e) {
+namespace {
+
+// The client's end of a session: answers go out on it (an answer that cannot be sent
+// shows as the next recv's error), each wait for a message is bounded by `to`.
+struct Client {
+  LineSocket& s;
+  std::chrono::milliseconds to;
+  void reply(const json& j) { (void)s.send(j); }
+  // A refusal: the client reads it, the session ends with it.
+  Error refuse(const std::string& e) {
     reply({{"ok", false}, {"error", e}});
     return Error(e);
-  };
-  auto hello = s.recv(to);
-  if (!hello) return closed_by_peer(hello.error()) ? hello.error() : refuse(hello.error().summary);
+  }
+};
+
+// The client's hello: its QP address and the staging size it asks for.
+struct Hello {
+  QpAddr qp;
+  std::uint64_t staging = 0;
+};
+Result<Hello> read_hello(Client& c, const ServeOptions& o) {
+  auto hello = c.s.recv(c.to);
+  if (!hello) return closed_by_peer(hello.error()) ? hello.error() : c.refuse(hello.error().summary);
   auto op0 = str_field(*hello, "op", "");
-  if (!op0 || *op0 != "hello") return refuse("first message is not hello");
+  if (!op0 || *op0 != "hello") return c.refuse("first message is not hello");
   std::optional<QpAddr> rq;
   if (auto q = hello->find("qp"); q != hello->end()) rq = qp_from_json(*q);
   auto staging = u64_field(*hello, "staging", 0);
-  if (!rq) return refuse("bad QP address in hello");
+  if (!rq) return c.refuse("bad QP address in hello");
   if (!staging || *staging == 0 || *staging > o.max_staging)
-    return refuse("bad staging size (1 to " + std::to_string(o.max_staging) + " bytes)");
-  auto opened = prov.open(o.device);
-  if (!opened) return refuse(opened.error().summary);
-  std::unique_ptr<Device> dev = std::move(*opened);
-  if (!dev->port().active) return refuse("port 1 of " + o.device + " is not ACTIVE on the server");
-  QpParams qpp;
-  qpp.gid_index = o.gid_index;
-  auto created = dev->create_qp(qpp);
-  if (!created) return refuse(created.error().summary);
-  std::unique_ptr<QueuePair> qp = std::move(*created);
-  LocalPeer peer(*dev, *staging);
-  if (!peer.ok())
-    return refuse("server cannot register its " + std::to_string(*staging) +
-                  "-byte staging buffer: " + std::strerror(peer.reg_errno()));
-  if (auto connected = qp->connect(*rq); !connected) return refuse(connected.error().summary);
-  reply({{"ok", true},
-         {"version", kProtocolVersion},
-         {"qp", qp_to_json(qp->local_addr())},
-         {"staging",
-          {{"addr", peer.staging_addr()}, {"rkey", peer.staging_rkey()}, {"size", peer.staging_size()}}},
-         {"device", o.device},
-         {"module", o.module_flavor}});
-  if (!o.quiet) say("client connected; serving " + o.device);
-  while (true) {
-    auto m = s.recv(to);
-    if (!m) return closed_by_peer(m.error()) ? Result<void>{} : refuse(m.error().summary);
-    auto op = str_field(*m, "op", "");
-    auto st = u64_field(*m, "st", 0), off = u64_field(*m, "off", 0), len = u64_field(*m, "len", 0),
-         key = u64_field(*m, "key", 0);
-    if (!op) {
-      reply({{"ok", false}, {"error", "bad field 'op' (a string)"}});
-      continue;
-    }
-    if (*op == "bye") {
-      reply({{"ok", true}});
-      return {};
-    }
-    if (*op != "fill" && *op != "verify") {
-      std::string shown = shorten_utf8(*op, 40);
-      reply({{"ok", false}, {"error", "unknown op '" + shown + "'"}});
-      continue;
-    }
-    if (!st || !off || !len || !key) {
-      reply({{"ok", false},
-             {"error", "bad field in " + *op +
-                           ": st, off, len and key are "
-                           "non-negative integers"}});
-      continue;
-    }
-    if (!range_ok(*st, *len, peer.staging_size())) {
-      reply({{"ok", false}, {"error", "staging range out of bounds"}});
-      continue;
-    }
-    if (*op == "fill") {
-      auto filled = peer.fill(*st, *off, *len, *key);
-      reply(filled ? json{{"ok", true}} : json{{"ok", false}, {"error", filled.error().summary}});
-      continue;
-    }
-    std::vector<KeyCandidate> c;
-    if (auto ci = m->find("candidates"); ci != m->end() && ci->is_array())
-      for (const auto& x : *ci)
-        if (x.is_array() && x.size() == 2 && x[0].is_number_unsigned() && x[1].is_string() &&
-            c.size() < kMaxCandidates)
-          c.push_back({x[0].get<std::uint64_t>(), x[1].get<std::string>()});
-    auto rs = u64_field(*m, "region_size", *len + *off);
-    if (!rs) {
-      reply({{"ok", false}, {"error", "bad field 'region_size' (a non-negative integer)"}});
-      continue;
-    }
-    auto v = peer.verify(*st, *off, *len, *key, c, *rs);
-    if (v.ok) {
-      reply({{"ok", true}});
-    } else if (v.mismatch) {
-      reply({{"ok", false},
+    return c.refuse("bad staging size (1 to " + std::to_string(o.max_staging) + " bytes)");
+  return Hello{*rq, *staging};
+}
+
+void answer_verify(Client& c, LocalPeer& peer, const json& m, std::uint64_t st, std::uint64_t off,
+                   std::uint64_t len, std::uint64_t key) {
+  std::vector<KeyCandidate> cands;
+  if (auto ci = m.find("candidates"); ci != m.end() && ci->is_array())
+    for (const auto& x : *ci)
+      if (x.is_array() && x.size() == 2 && x[0].is_number_unsigned() && x[1].is_string() &&
+          cands.size() < kMaxCandidates)
+        cands.push_back({x[0].get<std::uint64_t>(), x[1].get<std::string>()});
+  auto rs = u64_field(m, "region_size", len + off);
+  if (!rs) {
+    c.reply({{"ok", false}, {"error", "bad field 'region_size' (a non-negative integer)"}});
+    return;
+  }
+  auto v = peer.verify(st, off, len, key, cands, *rs);
+  if (v.ok) {
+    c.reply({{"ok", true}});
+  } else if (v.mismatch) {
+    c.reply({{"ok", false},
              {"mismatch",
               {{"offset", v.mismatch->region_offset},
                {"expected", v.mismatch->expected},
                {"actual", v.mismatch->actual},
                {"bad_bytes", v.mismatch->bad_bytes}}},
              {"explanation", v.explanation}});
-    } else {
-      reply({{"ok", false}, {"error", v.error}});
-    }
+  } else {
+    c.reply({{"ok", false}, {"error", v.error}});
+  }
+}
+
+// One request after the hello, answered; true when it was bye (the session's clean end).
+bool answer(Client& c, LocalPeer& peer, const json& m) {
+  auto op = str_field(m, "op", "");
+  auto st = u64_field(m, "st", 0), off = u64_field(m, "off", 0), len = u64_field(m, "len", 0),
+       key = u64_field(m, "key", 0);
+  if (!op) {
+    c.reply({{"ok", false}, {"error", "bad field 'op' (a string)"}});
+    return false;
+  }
+  if (*op == "bye") {
+    c.reply({{"ok", true}});
+    return true;
+  }
+  if (*op != "fill" && *op != "verify") {
+    std::string shown = shorten_utf8(*op, 40);
+    c.reply({{"ok", false}, {"error", "unknown op '" + shown + "'"}});
+    return false;
+  }
+  if (!st || !off || !len || !key) {
+    c.reply({{"ok", false},
+             {"error", "bad field in " + *op +
+                           ": st, off, len and key are "
+                           "non-negative integers"}});
+    return false;
+  }
+  if (!range_ok(*st, *len, peer.staging_size())) {
+    c.reply({{"ok", false}, {"error", "staging range out of bounds"}});
+    return false;
+  }
+  if (*op == "fill") {
+    auto filled = peer.fill(*st, *off, *len, *key);
+    c.reply(filled ? json{{"ok", true}} : json{{"ok", false}, {"error", filled.error().summary}});
+    return false;
+  }
+  answer_verify(c, peer, m, *st, *off, *len, *key);
+  return false;
+}
+
+}  // namespace
+
+Result<void> serve_session(Provider& prov, const ServeOptions& o, LineSocket& s) {
+  // a silent client holds the (one-client-at-a-time) server for at most this long, also
+  // with --timeout 0 (which only means: wait for a client forever)
+  double idle = o.timeout > 0 ? o.timeout : kDefaultIdleSeconds;
+  Client c{s, std::chrono::milliseconds(static_cast<long long>(idle * 1000))};
+  auto hello = read_hello(c, o);
+  if (!hello) return std::move(hello).error();
+  auto opened = prov.open(o.device);
+  if (!opened) return c.refuse(opened.error().summary);
+  std::unique_ptr<Device> dev = std::move(*opened);
+  if (!dev->port().active) return c.refuse("port 1 of " + o.device + " is not ACTIVE on the server");
+  QpParams qpp;
+  qpp.gid_index = o.gid_index;
+  auto created = dev->create_qp(qpp);
+  if (!created) return c.refuse(created.error().summary);
+  std::unique_ptr<QueuePair> qp = std::move(*created);
+  LocalPeer peer(*dev, hello->staging);
+  if (!peer.ok())
+    return c.refuse("server cannot register its " + std::to_string(hello->staging) +
+                    "-byte staging buffer: " + std::strerror(peer.reg_errno()));
+  if (auto connected = qp->connect(hello->qp); !connected) return c.refuse(connected.error().summary);
+  c.reply({{"ok", true},
+           {"version", kProtocolVersion},
+           {"qp", qp_to_json(qp->local_addr())},
+           {"staging",
+            {{"addr", peer.staging_addr()}, {"rkey", peer.staging_rkey()}, {"size", peer.staging_size()}}},
+           {"device", o.device},
+           {"module", o.module_flavor}});
+  if (!o.quiet) say("client connected; serving " + o.device);
+  while (true) {
+    auto m = s.recv(c.to);
+    if (!m) return closed_by_peer(m.error()) ? Result<void>{} : c.refuse(m.error().summary);
+    if (answer(c, peer, *m)) return {};
   }
 }
 
