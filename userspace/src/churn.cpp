@@ -88,6 +88,51 @@ SecondsStats summarize(std::vector<double> v) {
   return s;
 }
 
+namespace {
+
+// /proc/buddyinfo before an iteration: the free blocks of the metadata's order and above.
+std::optional<BuddyBefore> read_buddy_before(const ChurnConfig& cfg, int order) {
+  if (!cfg.read_buddyinfo) return std::nullopt;
+  auto text = cfg.read_buddyinfo();
+  if (!text) return std::nullopt;
+  BuddyBefore b;
+  b.order = order;
+  b.zones = parse_buddyinfo(*text);
+  b.free_blocks = free_blocks_at_least(b.zones, order);
+  b.largest_free_order = largest_free_order(b.zones);
+  if (b.zones.empty()) return std::nullopt;
+  return b;
+}
+
+// Iteration i's traffic: a verified sampled WRITE/READ pass over the live registration
+// `mr`, then its deregistration (timed into it.dereg_seconds).
+struct Traffic {
+  SizeResult r;
+  bool ok = false;
+};
+Traffic traffic_on(Device& dev, QueuePair& qp, Peer& peer, const ChurnConfig& cfg, const DiagContext& ctx,
+                   unsigned i, unsigned char* base, const SplitLayout& layout,
+                   std::unique_ptr<MemoryRegion> mr, ChurnIteration& it) {
+  RunConfig rc = cfg.run;
+  rc.offset = cfg.offset;
+  rc.split = 1;
+  rc.seed = cfg.run.seed + i;  // new data every iteration: stale pages would show
+  Engine eng(dev, qp, peer, rc, ctx);
+  Traffic t;
+  t.r = planned_result(cfg.size, rc);
+  t.r.registered = true;
+  t.r.reg_seconds = it.reg_seconds;
+  std::vector<std::unique_ptr<MemoryRegion>> mrs;
+  mrs.push_back(std::move(mr));
+  t.ok = eng.exercise(t.r, base, layout, mrs);
+  auto t0 = std::chrono::steady_clock::now();
+  mrs.clear();
+  it.dereg_seconds = since(t0);
+  return t;
+}
+
+}  // namespace
+
 ChurnReport run_churn(Device& dev, QueuePair* qp, Peer* peer, const ChurnConfig& cfg, const DiagContext& ctx,
                       const KmemReader& kmem) {
   ChurnReport rep;
@@ -123,15 +168,7 @@ ChurnReport run_churn(Device& dev, QueuePair* qp, Peer* peer, const ChurnConfig&
   for (unsigned i = 1; i <= cfg.count; ++i) {
     ChurnIteration it;
     it.index = i;
-    if (cfg.read_buddyinfo)
-      if (auto text = cfg.read_buddyinfo()) {
-        BuddyBefore b;
-        b.order = md.order;
-        b.zones = parse_buddyinfo(*text);
-        b.free_blocks = free_blocks_at_least(b.zones, md.order);
-        b.largest_free_order = largest_free_order(b.zones);
-        if (!b.zones.empty()) it.buddy_before = std::move(b);
-      }
+    it.buddy_before = read_buddy_before(cfg, md.order);
     auto t0 = std::chrono::steady_clock::now();
     RegResult rr = dev.reg_mr(base, cfg.size);
     it.reg_seconds = since(t0);
@@ -147,26 +184,14 @@ ChurnReport run_churn(Device& dev, QueuePair* qp, Peer* peer, const ChurnConfig&
     if (i == 1 && kmem) rep.registered = kmem();
     bool traffic_ok = true;
     if (cfg.traffic && qp && peer) {
-      RunConfig rc = cfg.run;
-      rc.offset = cfg.offset;
-      rc.split = 1;
-      rc.seed = cfg.run.seed + i;  // new data every iteration: stale pages would show
-      Engine eng(dev, *qp, *peer, rc, ctx);
-      SizeResult r = planned_result(cfg.size, rc);
-      r.registered = true;
-      r.reg_seconds = it.reg_seconds;
-      std::vector<std::unique_ptr<MemoryRegion>> mrs;
-      mrs.push_back(std::move(rr.mr));
-      traffic_ok = eng.exercise(r, base, layout, mrs);
-      t0 = std::chrono::steady_clock::now();
-      mrs.clear();
-      it.dereg_seconds = since(t0);
+      Traffic t = traffic_on(dev, *qp, *peer, cfg, ctx, i, base, layout, std::move(rr.mr), it);
+      traffic_ok = t.ok;
       if (!traffic_ok) {
         rep.failed_iteration = i;
         rep.failed_stage = "traffic";
-        rep.failure = r.diagnosis;
+        rep.failure = t.r.diagnosis;
       }
-      it.traffic = std::move(r);
+      it.traffic = std::move(t.r);
     } else {
       t0 = std::chrono::steady_clock::now();
       rr.mr.reset();
