@@ -248,14 +248,110 @@ SizeResult Engine::run_size(std::uint64_t size) {
   return r;
 }
 
+Engine::PassPlan Engine::pass_plan(std::uint64_t size, std::uint64_t slot, unsigned pass) const {
+  PlanParams pp;
+  pp.size = size;
+  pp.misalign = cfg_.offset % kPageSize;
+  pp.mode = cfg_.mode;
+  pp.msg_size = slot;
+  pp.max_transfer = std::min<std::uint64_t>(cfg_.sample_max, slot - std::min<std::uint64_t>(64, slot / 2));
+  pp.seed = cfg_.seed;
+  pp.pass = pass;
+  PassPlan p;
+  p.plan = make_plan(pp);
+  std::uint64_t total = 0;
+  for (const auto& t : p.plan) {
+    p.upto.push_back(total);
+    total += t.length;
+  }
+  p.upto.push_back(total);
+  return p;
+}
+
+LoopResult Engine::run_loop(OpCode op, unsigned pass, std::uint64_t key, const PassPlan& p,
+                            const Slots& slots, unsigned depth, const Region& region,
+                            const std::vector<KeyCandidate>& seen) {
+  const bool w = op == OpCode::Write;
+  const auto& plan = p.plan;
+  unsigned char* base = region.base;
+  const std::uint64_t size = region.size;
+  auto st_of = [&](std::size_t i) {
+    const Transfer& t = plan[i];
+    return (i % slots.count) * slots.bytes + (cfg_.mode == Mode::Full ? std::uint64_t{0} : t.offset % 64);
+  };
+  Progress pr(cfg_.progress,
+              "pass " + std::to_string(pass + 1) + (w ? " write " : " read  ") + format_size(size),
+              p.upto.back());
+  LoopSpec ls;
+  ls.op = op;
+  ls.count = plan.size();
+  ls.depth = w ? depth : std::max(1u, std::min(depth, qp_.max_rd_atomic()));
+  ls.slots = slots.count;
+  ls.threaded = cfg_.overlap;
+  ls.bytes = [&](std::size_t i) { return plan[i].length; };
+  ls.deadline = [&](std::uint64_t b) { return op_deadline(cfg_, b); };
+  ls.wrs = [&](std::size_t i) {
+    return wrs_of(plan[i], peer_.staging_addr() + st_of(i), base, region.layout, region.mrs);
+  };
+  ls.prepare = [&](std::size_t i) -> Result<void> {
+    const Transfer& t = plan[i];
+    if (!w) return peer_.fill(st_of(i), t.offset, t.length, key);
+    pattern_fill(base + t.offset, t.offset, t.length, key);
+    return {};
+  };
+  ls.check = [&](std::size_t i) -> VerifyOutcome {
+    const Transfer& t = plan[i];
+    if (w) return peer_.verify(st_of(i), t.offset, t.length, key, seen, size);
+    VerifyOutcome v;
+    v.mismatch = pattern_verify(base + t.offset, t.offset, t.length, key);
+    if (v.mismatch) {
+      v.ok = false;
+      v.explanation = explain_mismatch(base + t.offset, t.offset, t.length, *v.mismatch, key, seen, size);
+    }
+    return v;
+  };
+  ls.progress = [&](std::size_t v) { pr.update(p.upto[v]); };
+  return run_pipeline(qp_, ls);
+}
+
+void Engine::fail_mismatch(SizeResult& r, OpCode op, const LoopFailure& f, const Transfer& t) {
+  const bool w = op == OpCode::Write;
+  const std::uint64_t mis = cfg_.offset % kPageSize;
+  const Mismatch& mm = *f.check.mismatch;
+  MismatchReport m{mm.region_offset, (mis + mm.region_offset) / kPageSize,   mm.expected,        mm.actual,
+                   mm.bad_bytes,     w ? Direction::Write : Direction::Read, f.check.explanation};
+  r.mismatch = m;
+  DiagInput in = ctx_ ? ctx_() : DiagInput{};
+  in.stage = Stage::Verify;
+  in.mismatch_text = std::string(w ? "RDMA WRITE of region [" : "RDMA READ into region [") +
+                     std::to_string(t.offset) + ", +" + std::to_string(t.length) +
+                     (w ? ") arrived wrong" : ") left wrong data") + ": first bad byte at region offset " +
+                     std::to_string(m.offset) + " (page " + std::to_string(m.page) + "), " +
+                     std::to_string(m.bad_bytes) + " bad bytes; " + m.explanation;
+  fail(r, in);
+}
+
+namespace {
+// A loop's figures added to its direction's and the size's.
+void add_figures(SizeResult& r, LoopStats& st, const LoopResult& lr, const std::vector<std::uint64_t>& upto) {
+  st.bytes += lr.bytes;
+  st.seconds += lr.wire_seconds;
+  st.wall_seconds += lr.wall_seconds;
+  st.iterations += lr.wrs;
+  st.transfers += lr.verified;
+  st.peak_Bps = std::max(st.peak_Bps, lr.peak_Bps);
+  r.transfers += lr.verified;
+  r.verified_bytes += upto[lr.verified];
+}
+}  // namespace
+
 bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& layout,
                       const std::vector<std::unique_ptr<MemoryRegion>>& mrs) {
-  const std::uint64_t size = r.size;
-  const std::uint64_t mis = cfg_.offset % kPageSize;
+  const Region region{base, layout, mrs, r.size};
   r.passes = cfg_.passes;
   // Staging: `slots` slots of `slot` bytes; transfer i uses slot i % slots.
   const std::uint64_t slot = std::min(staging_slot_bytes(cfg_), peer_.staging_size());
-  const unsigned slots = static_cast<unsigned>(std::max<std::uint64_t>(1, peer_.staging_size() / slot));
+  const Slots slots{slot, static_cast<unsigned>(std::max<std::uint64_t>(1, peer_.staging_size() / slot))};
   const unsigned depth = std::max(1u, std::min(cfg_.tx_depth, qp_.max_send_wr()));
   std::vector<KeyCandidate> seen;
   const auto t_first = std::chrono::steady_clock::now();
@@ -265,94 +361,20 @@ bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& lay
     return cfg_.duration > 0 && since(t_first) < cfg_.duration;
   };
   for (unsigned pass = 0; more(pass); ++pass) {
-    PlanParams pp;
-    pp.size = size;
-    pp.misalign = mis;
-    pp.mode = cfg_.mode;
-    pp.msg_size = slot;
-    pp.max_transfer = std::min<std::uint64_t>(cfg_.sample_max, slot - std::min<std::uint64_t>(64, slot / 2));
-    pp.seed = cfg_.seed;
-    pp.pass = pass;
-    const auto plan = make_plan(pp);
-    std::uint64_t total = 0;
-    std::vector<std::uint64_t> upto;  // bytes of plan[0, i)
-    for (const auto& t : plan) {
-      upto.push_back(total);
-      total += t.length;
-    }
-    upto.push_back(total);
-    auto st_of = [&](std::size_t i) {
-      const Transfer& t = plan[i];
-      return (i % slots) * slot + (cfg_.mode == Mode::Full ? std::uint64_t{0} : t.offset % 64);
-    };
+    const PassPlan p = pass_plan(r.size, slot, pass);
     for (OpCode op : {OpCode::Write, OpCode::Read}) {
       const bool w = op == OpCode::Write;
       const std::uint64_t key = pattern_key(cfg_.seed, pass, w ? Phase::Write : Phase::Read);
-      Progress pr(cfg_.progress,
-                  "pass " + std::to_string(pass + 1) + (w ? " write " : " read  ") + format_size(size),
-                  total);
-      LoopSpec ls;
-      ls.op = op;
-      ls.count = plan.size();
-      ls.depth = w ? depth : std::max(1u, std::min(depth, qp_.max_rd_atomic()));
-      ls.slots = slots;
-      ls.threaded = cfg_.overlap;
-      ls.bytes = [&](std::size_t i) { return plan[i].length; };
-      ls.deadline = [&](std::uint64_t b) { return op_deadline(cfg_, b); };
-      ls.wrs = [&](std::size_t i) {
-        return wrs_of(plan[i], peer_.staging_addr() + st_of(i), base, layout, mrs);
-      };
-      ls.prepare = [&](std::size_t i) -> Result<void> {
-        const Transfer& t = plan[i];
-        if (!w) return peer_.fill(st_of(i), t.offset, t.length, key);
-        pattern_fill(base + t.offset, t.offset, t.length, key);
-        return {};
-      };
-      ls.check = [&](std::size_t i) -> VerifyOutcome {
-        const Transfer& t = plan[i];
-        if (w) return peer_.verify(st_of(i), t.offset, t.length, key, seen, size);
-        VerifyOutcome v;
-        v.mismatch = pattern_verify(base + t.offset, t.offset, t.length, key);
-        if (v.mismatch) {
-          v.ok = false;
-          v.explanation = explain_mismatch(base + t.offset, t.offset, t.length, *v.mismatch, key, seen, size);
-        }
-        return v;
-      };
-      ls.progress = [&](std::size_t v) { pr.update(upto[v]); };
-      LoopResult lr = run_pipeline(qp_, ls);
-      LoopStats& st = w ? r.write : r.read;
-      st.bytes += lr.bytes;
-      st.seconds += lr.wire_seconds;
-      st.wall_seconds += lr.wall_seconds;
-      st.iterations += lr.wrs;
-      st.transfers += lr.verified;
-      st.peak_Bps = std::max(st.peak_Bps, lr.peak_Bps);
-      r.transfers += lr.verified;
-      r.verified_bytes += upto[lr.verified];
+      LoopResult lr = run_loop(op, pass, key, p, slots, depth, region, seen);
+      add_figures(r, w ? r.write : r.read, lr, p.upto);
       if (lr.ok()) {
         seen.push_back({key, "pass " + std::to_string(pass + 1) + (w ? " write" : " read")});
         continue;
       }
-      const Transfer& t = plan[std::min(lr.failure.transfer, plan.size() - 1)];
-      const LoopFailure& f = lr.failure;
-      if (f.kind != LoopFailure::Kind::Check || !f.check.mismatch) {
-        fail_loop(r, op, f, t);
-        return false;
-      }
-      const Mismatch& mm = *f.check.mismatch;
-      MismatchReport m{
-          mm.region_offset, (mis + mm.region_offset) / kPageSize,   mm.expected,        mm.actual,
-          mm.bad_bytes,     w ? Direction::Write : Direction::Read, f.check.explanation};
-      r.mismatch = m;
-      DiagInput in = ctx_ ? ctx_() : DiagInput{};
-      in.stage = Stage::Verify;
-      in.mismatch_text =
-          std::string(w ? "RDMA WRITE of region [" : "RDMA READ into region [") + std::to_string(t.offset) +
-          ", +" + std::to_string(t.length) + (w ? ") arrived wrong" : ") left wrong data") +
-          ": first bad byte at region offset " + std::to_string(m.offset) + " (page " +
-          std::to_string(m.page) + "), " + std::to_string(m.bad_bytes) + " bad bytes; " + m.explanation;
-      fail(r, in);
+      const Transfer& t = p.plan[std::min(lr.failure.transfer, p.plan.size() - 1)];
+      if (lr.failure.kind != LoopFailure::Kind::Check || !lr.failure.check.mismatch)
+        fail_loop(r, op, lr.failure, t);
+      else fail_mismatch(r, op, lr.failure, t);
       return false;
     }
   }

@@ -144,8 +144,32 @@ class Engine {
   std::vector<WorkRequest> wrs_of(const Transfer& t, std::uint64_t remote, unsigned char* base,
                                   const SplitLayout& layout,
                                   const std::vector<std::unique_ptr<MemoryRegion>>& mrs) const;
+  // The region a size's loops run over: `size` bytes at `base`, registered as `mrs`.
+  struct Region {
+    unsigned char* base;
+    const SplitLayout& layout;
+    const std::vector<std::unique_ptr<MemoryRegion>>& mrs;
+    std::uint64_t size;
+  };
+  // The staging buffer as `count` slots of `bytes`: transfer i uses slot i % count.
+  struct Slots {
+    std::uint64_t bytes;
+    unsigned count;
+  };
+  // One pass's transfers and upto[i], the bytes of plan[0, i) (progress, verified bytes).
+  struct PassPlan {
+    std::vector<Transfer> plan;
+    std::vector<std::uint64_t> upto;
+  };
+  PassPlan pass_plan(std::uint64_t size, std::uint64_t slot, unsigned pass) const;
+  // One loop, all WRITEs or all READs of pass `pass` (pattern `key`), through the pipeline;
+  // `seen` are the keys of the loops before it (a mismatch's explanation names them).
+  LoopResult run_loop(OpCode op, unsigned pass, std::uint64_t key, const PassPlan& p, const Slots& slots,
+                      unsigned depth, const Region& region, const std::vector<KeyCandidate>& seen);
   // A failed pipeline (not a data mismatch) as the size's diagnosis.
   void fail_loop(SizeResult& r, OpCode op, const LoopFailure& f, const Transfer& t);
+  // A data mismatch a loop's check found, as the size's mismatch and diagnosis.
+  void fail_mismatch(SizeResult& r, OpCode op, const LoopFailure& f, const Transfer& t);
   void fail(SizeResult& r, DiagInput in);
 
   Device& dev_;
