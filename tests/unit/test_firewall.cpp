@@ -86,6 +86,24 @@ TEST(Iptables, UnknownMatchAndEmpty) {
   EXPECT_EQ(evaluate_iptables_save(m).verdict, FwVerdict::Accept);
 }
 
+// Port specs are read with std::from_chars: single ports, open and closed ranges and lists;
+// a part that is not a number cannot tell (a policy DROP then stays unknown).
+TEST(Iptables, PortSpecs) {
+  auto with = [](const std::string& dport) {
+    return evaluate_iptables_save("*filter\n:INPUT DROP [0:0]\n-A INPUT -p udp -m multiport --dports " +
+                                  dport + " -j ACCEPT\nCOMMIT\n")
+        .verdict;
+  };
+  EXPECT_EQ(with("4791"), FwVerdict::Accept);
+  EXPECT_EQ(with(":5000"), FwVerdict::Accept);
+  EXPECT_EQ(with("4000:"), FwVerdict::Accept);
+  EXPECT_EQ(with("22,4791"), FwVerdict::Accept);
+  EXPECT_EQ(with("22"), FwVerdict::Drop);
+  EXPECT_EQ(with("5000:6000"), FwVerdict::Drop);
+  EXPECT_EQ(with("http"), FwVerdict::Unknown);
+  EXPECT_EQ(with("4000:x"), FwVerdict::Unknown);
+}
+
 TEST(Combine, DropWins) {
   FwResult a, b;
   a.verdict = FwVerdict::Accept;

@@ -1,10 +1,12 @@
 // The iptables front end: `iptables-save` text into the rule model, then evaluated.
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "firewall.hpp"
 #include "firewall_rules.hpp"
+#include "number.hpp"
 #include "procfs.hpp"
 
 namespace rxv {
@@ -39,25 +41,60 @@ std::vector<std::string> tokenize(const std::string& line) {
   return out;
 }
 
-Cond port_match(const std::string& spec, long port) {
-  // "4791", "4000:5000", "4791,5000" (multiport)
+Cond port_match(const std::string& spec, unsigned long port) {
+  // "4791", "4000:5000", "4791,5000" (multiport); a part that is not a port (range) is
+  // unknown
   std::stringstream ss(spec);
   std::string part;
   while (std::getline(ss, part, ',')) {
     auto colon = part.find(':');
-    try {
-      if (colon == std::string::npos) {
-        if (std::stol(part) == port) return Cond::True;
-      } else {
-        long a = colon ? std::stol(part.substr(0, colon)) : 0;
-        long b = colon + 1 < part.size() ? std::stol(part.substr(colon + 1)) : 65535;
-        if (port >= a && port <= b) return Cond::True;
-      }
-    } catch (...) {
-      return Cond::Unknown;
+    if (colon == std::string::npos) {
+      auto p = parse_uint<unsigned long>(part);
+      if (!p) return Cond::Unknown;
+      if (*p == port) return Cond::True;
+    } else {
+      auto a = colon ? parse_uint<unsigned long>(part.substr(0, colon)) : 0ul;
+      auto b = colon + 1 < part.size() ? parse_uint<unsigned long>(part.substr(colon + 1)) : 65535ul;
+      if (!a || !b) return Cond::Unknown;
+      if (port >= *a && port <= *b) return Cond::True;
     }
   }
   return Cond::False;
+}
+
+// -m/--match NAME: a module this reader knows (unknown otherwise); tcp and icmp never
+// match the UDP probe. nullopt: a known module that decides nothing by itself.
+std::optional<Cond> match_module(const std::string& m) {
+  static const char* ok[] = {"udp",   "tcp",     "conntrack", "state", "comment",
+                             "limit", "pkttype", "multiport", "icmp"};
+  bool known = false;
+  for (auto* k : ok)
+    if (m == k) known = true;
+  if (!known) return Cond::Unknown;
+  if (m == "tcp" || m == "icmp") return Cond::False;
+  return std::nullopt;
+}
+
+// --ctstate/--state LIST: the probe is a NEW packet.
+Cond new_state(const std::string& list) {
+  std::stringstream ss(list);
+  std::string st;
+  Cond c = Cond::False;
+  while (std::getline(ss, st, ','))
+    if (st == "NEW") c = Cond::True;
+  return c;
+}
+
+// -j/--jump or -g/--goto TARGET (`opt` says which).
+Verdict jump_target(const std::string& opt, const std::string& tg) {
+  if (tg == "ACCEPT") return {VKind::Accept, ""};
+  if (tg == "DROP" || tg == "REJECT") return {VKind::Drop, ""};
+  if (tg == "RETURN") return {VKind::Return, ""};
+  if (tg == "LOG" || tg == "NFLOG" || tg == "CT" || tg == "MARK" || tg == "CONNMARK" || tg == "NOTRACK" ||
+      tg == "TRACE")
+    return {VKind::None, ""};
+  if (tg == "QUEUE" || tg == "NFQUEUE") return {VKind::Unknown, ""};
+  return {(opt == "-g" || opt == "--goto") ? VKind::Goto : VKind::Jump, tg};
 }
 
 Rule ipt_rule(const std::vector<std::string>& t, std::size_t start, int lineno) {
@@ -87,14 +124,7 @@ Rule ipt_rule(const std::vector<std::string>& t, std::size_t start, int lineno) 
       std::string n = arg();
       put(n == "0.0.0.0/0" ? Cond::True : Cond::Unknown);
     } else if (a == "-m" || a == "--match") {
-      std::string m = arg();
-      static const char* ok[] = {"udp",   "tcp",     "conntrack", "state", "comment",
-                                 "limit", "pkttype", "multiport", "icmp"};
-      bool known = false;
-      for (auto* k : ok)
-        if (m == k) known = true;
-      if (!known) put(Cond::Unknown);
-      if (m == "tcp" || m == "icmp") put(Cond::False);
+      if (auto c = match_module(arg())) put(*c);
     } else if (a == "--dport" || a == "--destination-port" || a == "--dports" || a == "--destination-ports") {
       put(port_match(arg(), 4791));
     } else if (a == "--ports") {
@@ -103,13 +133,7 @@ Rule ipt_rule(const std::vector<std::string>& t, std::size_t start, int lineno) 
       arg();
       put(Cond::Unknown);
     } else if (a == "--ctstate" || a == "--state") {
-      std::string s = arg();
-      std::stringstream ss(s);
-      std::string st;
-      Cond c = Cond::False;
-      while (std::getline(ss, st, ','))
-        if (st == "NEW") c = Cond::True;
-      put(c);
+      put(new_state(arg()));
     } else if (a == "--pkt-type") {
       std::string s = arg();
       put(s == "host" ? Cond::True : Cond::False);
@@ -121,15 +145,7 @@ Rule ipt_rule(const std::vector<std::string>& t, std::size_t start, int lineno) 
       r.label += " (\"" + arg() + "\")";
       neg = false;
     } else if (a == "-j" || a == "--jump" || a == "-g" || a == "--goto") {
-      std::string tg = arg();
-      if (tg == "ACCEPT") r.verdict = {VKind::Accept, ""};
-      else if (tg == "DROP" || tg == "REJECT") r.verdict = {VKind::Drop, ""};
-      else if (tg == "RETURN") r.verdict = {VKind::Return, ""};
-      else if (tg == "LOG" || tg == "NFLOG" || tg == "CT" || tg == "MARK" || tg == "CONNMARK" ||
-               tg == "NOTRACK" || tg == "TRACE")
-        r.verdict = {VKind::None, ""};
-      else if (tg == "QUEUE" || tg == "NFQUEUE") r.verdict = {VKind::Unknown, ""};
-      else r.verdict = {(a == "-g" || a == "--goto") ? VKind::Goto : VKind::Jump, tg};
+      r.verdict = jump_target(a, arg());
       break;  // the rest are target options
     } else if (a == "--icmp-type" || a == "--tcp-flags") {
       arg();

@@ -1,4 +1,5 @@
 // The nftables front end: `nft -j list ruleset` JSON into the rule model, then evaluated.
+#include <charconv>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -96,12 +97,10 @@ Cond element_eq(const Field& f, const json& r) {
     for (const auto& n : f.names)
       if (n == s) return Cond::True;
     // A numeric string, or a different name: we know all names we handle.
-    try {
-      std::size_t pos = 0;
-      long v = std::stol(s, &pos);
-      if (pos == s.size()) return v == f.num ? Cond::True : Cond::False;
-    } catch (...) {
-    }
+    long v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (!s.empty() && ec == std::errc{} && end == s.data() + s.size())
+      return v == f.num ? Cond::True : Cond::False;
     return Cond::False;
   }
   if (r.is_object() && r.contains("range") && r["range"].is_array() && r["range"].size() == 2) {
