@@ -6,17 +6,15 @@
 #include <string>
 
 #include "procfs.hpp"
+#include "result.hpp"
 
 namespace rxv {
 
-struct MemFit {
-  int code = 0;       // 0 fits (or forced / unknown), 2 beyond MemTotal, 3 beyond MemAvailable
-  std::string error;  // one line naming the figures and --force
-};
-
 // what: the option ("--size"); requested: the size as asked; bytes: everything that will be
-// pinned for it (region + offset + staging).
-MemFit check_memory_fit(const std::string& what, std::uint64_t requested, std::uint64_t bytes,
-                        const std::optional<MemInfo>& mi, bool force);
+// pinned for it (region + offset + staging). It fits (or forced, or the memory is unknown),
+// or an error of one line naming the figures and --force: beyond MemTotal a usage error
+// (exit 2), beyond MemAvailable exit 3.
+Result<void> check_memory_fit(const std::string& what, std::uint64_t requested, std::uint64_t bytes,
+                              const std::optional<MemInfo>& mi, bool force);
 
 }  // namespace rxv

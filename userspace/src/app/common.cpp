@@ -60,10 +60,11 @@ void check_gid_option(bool given, int gid_index) {
 
 void check_ram(HostEnv& host, const std::string& what, std::uint64_t requested, std::uint64_t bytes,
                bool force) {
-  MemFit f =
+  auto fits =
       check_memory_fit(what, requested, bytes, parse_meminfo(host.read("/proc/meminfo").value_or("")), force);
-  if (f.code == kExitUsage) usage(f.error);
-  if (f.code) throw NotReadyError(f.error);
+  if (fits) return;
+  throw_if_usage(fits.error());
+  throw NotReadyError(fits.error().summary);
 }
 
 std::uint64_t seed_or_random(std::uint64_t seed) {
