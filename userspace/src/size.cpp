@@ -15,28 +15,16 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-SizeParse parse_term(std::string_view raw) {
-  SizeParse r;
+Result<std::uint64_t> parse_term(std::string_view raw) {
   std::string t = trim(raw);
-  if (t.empty()) {
-    r.error = "empty size";
-    return r;
-  }
-  if (t[0] == '-') {
-    r.error = "negative size '" + t + "'";
-    return r;
-  }
-  if (!std::isdigit(static_cast<unsigned char>(t[0]))) {
-    r.error = "size '" + t + "' does not start with a number";
-    return r;
-  }
+  if (t.empty()) return usage_error("empty size");
+  if (t[0] == '-') return usage_error("negative size '" + t + "'");
+  if (!std::isdigit(static_cast<unsigned char>(t[0])))
+    return usage_error("size '" + t + "' does not start with a number");
   // the leading digits; the rest is the suffix
   std::uint64_t v = 0;
   auto [digits_end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec == std::errc::result_out_of_range) {
-    r.error = "size '" + t + "' is too large";
-    return r;
-  }
+  if (ec == std::errc::result_out_of_range) return usage_error("size '" + t + "' is too large");
   const std::size_t i = static_cast<std::size_t>(digits_end - t.data());
   std::string suf = t.substr(i);
   for (auto& c : suf) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -60,75 +48,55 @@ SizeParse parse_term(std::string_view raw) {
         shift = 0;
         break;
       default:
-        r.error = "size '" + t + "' has an unknown suffix '" + t.substr(i) +
-                  "' (use K, M, G or T, optionally followed by iB)";
-        return r;
+        return usage_error("size '" + t + "' has an unknown suffix '" + t.substr(i) +
+                           "' (use K, M, G or T, optionally followed by iB)");
     }
     rest = suf.substr(1);
     bool ok = suf[0] == 'B' ? rest.empty() : (rest.empty() || rest == "B" || rest == "IB");
-    if (!ok) {
-      r.error = "size '" + t + "' has an unknown suffix '" + t.substr(i) +
-                "' (use K, M, G or T, optionally followed by iB)";
-      return r;
-    }
+    if (!ok)
+      return usage_error("size '" + t + "' has an unknown suffix '" + t.substr(i) +
+                         "' (use K, M, G or T, optionally followed by iB)");
   }
-  if (shift && v > (std::numeric_limits<std::uint64_t>::max() >> shift)) {
-    r.error = "size '" + t + "' is too large";
-    return r;
-  }
-  r.value = v << shift;
-  return r;
+  if (shift && v > (std::numeric_limits<std::uint64_t>::max() >> shift))
+    return usage_error("size '" + t + "' is too large");
+  return v << shift;
 }
 
 }  // namespace
 
-SizeParse parse_size(std::string_view text) {
-  SizeParse total;
+Result<std::uint64_t> parse_size(std::string_view text) {
   std::uint64_t sum = 0;
   std::size_t start = 0;
-  if (trim(text).empty()) {
-    total.error = "empty size";
-    return total;
-  }
+  if (trim(text).empty()) return usage_error("empty size");
   while (true) {
     std::size_t plus = text.find('+', start);
     std::string_view part =
         text.substr(start, plus == std::string_view::npos ? std::string_view::npos : plus - start);
-    SizeParse p = parse_term(part);
-    if (!p.value) {
-      total.error = p.error;
-      return total;
-    }
-    if (*p.value > std::numeric_limits<std::uint64_t>::max() - sum) {
-      total.error = "size '" + std::string(text) + "' is too large";
-      return total;
-    }
-    sum += *p.value;
+    auto p = parse_term(part);
+    if (!p) return std::move(p).error();
+    if (*p > std::numeric_limits<std::uint64_t>::max() - sum)
+      return usage_error("size '" + std::string(text) + "' is too large");
+    sum += *p;
     if (plus == std::string_view::npos) break;
     start = plus + 1;
   }
-  total.value = sum;
-  return total;
+  return sum;
 }
 
-SizeListParse parse_size_list(std::string_view text) {
-  SizeListParse r;
+Result<std::vector<std::uint64_t>> parse_size_list(std::string_view text) {
+  std::vector<std::uint64_t> values;
   std::size_t start = 0;
   while (true) {
     std::size_t comma = text.find(',', start);
     std::string_view part =
         text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-    SizeParse p = parse_size(part);
-    if (!p.value) {
-      r.error = p.error;
-      r.values.clear();
-      return r;
-    }
-    r.values.push_back(*p.value);
+    auto p = parse_size(part);
+    if (!p) return std::move(p).error();
+    values.push_back(*p);
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
-  return r;
+  return values;
 }
 
 namespace {

@@ -6,25 +6,17 @@
 #include <string_view>
 #include <vector>
 
+#include "result.hpp"
+
 namespace rxv {
 
-struct SizeParse {
-  std::optional<std::uint64_t> value;  // set on success
-  std::string error;                   // one-line reason on failure
-};
-
 // Integers with optional binary suffix K/M/G/T (case-insensitive, optional "iB" or "B"),
-// and sums "A+B". Rejects empty, negative, garbage and overflow. Zero is accepted here;
-// callers decide whether 0 is meaningful.
-SizeParse parse_size(std::string_view text);
+// and sums "A+B". Rejects empty, negative, garbage and overflow with a usage error of one
+// line. Zero is accepted here; callers decide whether 0 is meaningful.
+Result<std::uint64_t> parse_size(std::string_view text);
 
-// Comma separated list of sizes ("512M,1G").
-struct SizeListParse {
-  std::vector<std::uint64_t> values;
-  std::string error;
-  bool ok() const { return error.empty(); }
-};
-SizeListParse parse_size_list(std::string_view text);
+// Comma separated list of sizes ("512M,1G"); the first bad one's error.
+Result<std::vector<std::uint64_t>> parse_size_list(std::string_view text);
 
 // Human readable binary size: "1 GiB", "1 GiB + 16 B", "640 MiB", "4097 B".
 std::string format_size(std::uint64_t bytes);

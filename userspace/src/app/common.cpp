@@ -34,9 +34,9 @@ void throw_if_usage(const Error& e) {
 
 std::uint64_t need_size(const std::string& what, const std::string& text, bool allow_zero) {
   auto p = parse_size(text);
-  if (!p.value) size_usage(what, p.error);
-  if (!allow_zero && *p.value == 0) usage(what + ": size must be greater than 0");
-  return *p.value;
+  if (!p) size_usage(what, p.error().summary);
+  if (!allow_zero && *p == 0) usage(what + ": size must be greater than 0");
+  return *p;
 }
 
 std::uint64_t mem_total(HostEnv& host) {

@@ -35,8 +35,8 @@ RunOptions validate_run_options(const RunCommandConfig& o, HostEnv& host) {
   RunConfig& cfg = r.cfg;
   for (const auto& s : o.sizes) {
     auto l = parse_size_list(s);
-    if (!l.ok()) size_usage("--size", l.error);
-    for (auto v : l.values) {
+    if (!l) size_usage("--size", l.error().summary);
+    for (auto v : *l) {
       if (v == 0) usage("--size: size must be greater than 0");
       sizes.push_back(v);
     }
