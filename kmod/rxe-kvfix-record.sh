@@ -20,7 +20,7 @@
 # failed attempt (prepare's and kbuild's output) is kept beside it as RELEASE.log.
 # Readers: rxe-kvfix status/report/queue/repair (kmod/rxe-kvfix), make dkms-install and
 # the packages' scripts (through rxe-kvfix), rxe-verify doctor and the boot check
-# (userspace/src/procfs.cpp reads the same key=value lines).
+# (userspace/src/sys/procfs.cpp reads the same key=value lines).
 
 KVFIX_STATES='built not-needed failed deferred'
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "pattern.hpp"
+#include "core/pattern.hpp"
 
 namespace {
 constexpr std::size_t kBytes = 64u << 20;  // larger than caches

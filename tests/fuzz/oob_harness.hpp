@@ -1,5 +1,5 @@
 // What fuzz_oob feeds the out-of-band code, shared with the unit tests that replay
-// tests/fuzz/regressions (tests/unit/test_oob_hostile.cpp): the input is the byte stream a
+// tests/fuzz/regressions (tests/unit/core/test_oob_hostile.cpp): the input is the byte stream a
 // TCP peer sent, delivered over a socketpair whose far end is then shut for writing.
 //
 // The first input byte picks the side:
@@ -23,7 +23,7 @@
 
 #include "../unit/fake_verbs.hpp"
 #include "app/serve_loop.hpp"
-#include "oob.hpp"
+#include "core/oob.hpp"
 
 namespace rxv::fuzz {
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "app/host_env.hpp"
+#include "sys/host_env.hpp"
 
 namespace rxv::testing {
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "verbs.hpp"
+#include "sys/verbs.hpp"
 
 namespace rxv::testing {
 

@@ -108,7 +108,7 @@ rxe_pkg_version() {
 }
 
 # rxe_flavor [WANT]: rxe-verify's own answer (classify_module in
-# userspace/src/diagnosis.cpp: loaded at all, /sys/module/rdma_rxe/version containing
+# userspace/src/core/diagnosis.cpp: loaded at all, /sys/module/rdma_rxe/version containing
 # "rxe-kvfix"), so the guest scripts and the verifier cannot disagree about which
 # module is loaded. rxe-kvfix-unpatched (a RXE_KVFIX_UNPATCHED test build) counts as
 # rxe-kvfix: it is our module, and the checks that follow show that it is unfixed.

@@ -1,11 +1,11 @@
 // rxe-verify's commands as library functions: each takes its options (a *CommandConfig,
 // the option texts exactly as given on the command line), the verbs Provider and the
-// HostEnv, and returns an Outcome. cli.cpp parses options into these structs, calls one
+// HostEnv, and returns an Outcome. cli/cli.cpp parses options into these structs, calls one
 // command and prints the Outcome; unit tests call the commands with the fakes.
 //
 // A bad option value throws UsageError (exit 2); an environment found unable to run the
 // request before anything was pinned throws NotReadyError (exit 3): both are CommandErrors
-// (result.hpp), caught once, by run_guarded. Every other failure is a Result the command
+// (base/result.hpp), caught once, by run_guarded. Every other failure is a Result the command
 // handles: the error line on stderr and, for run and churn, the report with its error.
 // Progress and error lines go to stderr as the command runs.
 #pragma once
@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "app/host_env.hpp"
-#include "oob.hpp"
-#include "report.hpp"
-#include "verbs.hpp"
+#include "core/oob.hpp"
+#include "core/report.hpp"
+#include "sys/host_env.hpp"
+#include "sys/verbs.hpp"
 
 namespace rxv {
 
@@ -93,18 +93,5 @@ Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host
 // error: LINE" and returns the error's exit code (2 usage, 3 not ready), any other
 // std::exception prints its what() the same way and returns kExitFail.
 int run_guarded(const std::string& cmd, const std::function<int()>& command);
-
-// Device choice (pure): the requested name must exist; otherwise the first rxe device.
-// Errors: an unknown name (exit 2), no rxe device (exit 3, cause no_device).
-Result<std::string> choose_device(const std::vector<IbDevice>& sysfs_devs,
-                                  const std::vector<std::string>& verbs_devs, const std::string& wanted);
-
-// -g/--gid-index against the device's GID table (non-zero entries from sysfs): a usage
-// error naming the valid indexes. An unreadable (empty) table is accepted.
-Result<void> check_gid_index(const IbDevice& dev, int index);
-
-// The host part of --connect: a name or an IP address (IPv6 without brackets once split);
-// a usage error whose summary follows "--connect: ".
-Result<void> check_peer_host(const std::string& host);
 
 }  // namespace rxv

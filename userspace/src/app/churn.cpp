@@ -1,11 +1,16 @@
-// `rxe-verify churn`: the command around run_churn (churn.cpp): options, device, the
+// `rxe-verify churn`: the command around run_churn (core/churn.cpp): options, device, the
 // optional loopback for --traffic, and the report.
 #include <cstdio>
 
 #include "app/common.hpp"
-#include "churn.hpp"
-#include "engine.hpp"
-#include "size.hpp"
+#include "app/device.hpp"
+#include "app/options.hpp"
+#include "app/preflight.hpp"
+#include "base/size.hpp"
+#include "core/churn.hpp"
+#include "core/diag_context.hpp"
+#include "core/engine.hpp"
+#include "core/loopback.hpp"
 
 namespace rxv {
 

@@ -3,10 +3,12 @@
 #include <sstream>
 
 #include "app/common.hpp"
-#include "engine.hpp"
-#include "plan.hpp"
-#include "procfs.hpp"
-#include "size.hpp"
+#include "app/options.hpp"
+#include "app/preflight.hpp"
+#include "base/size.hpp"
+#include "core/engine.hpp"
+#include "core/plan.hpp"
+#include "sys/procfs.hpp"
 
 namespace rxv {
 using nlohmann::json;

@@ -8,10 +8,14 @@
 #include <sstream>
 
 #include "app/common.hpp"
-#include "engine.hpp"
-#include "plan.hpp"
-#include "procfs.hpp"
-#include "size.hpp"
+#include "app/device.hpp"
+#include "app/options.hpp"
+#include "app/preflight.hpp"
+#include "base/size.hpp"
+#include "core/diag_context.hpp"
+#include "core/engine.hpp"
+#include "core/plan.hpp"
+#include "sys/procfs.hpp"
 
 namespace rxv {
 using nlohmann::json;

@@ -4,10 +4,15 @@
 #include <cstdio>
 
 #include "app/common.hpp"
+#include "app/device.hpp"
+#include "app/options.hpp"
+#include "app/preflight.hpp"
 #include "app/run_options.hpp"
-#include "engine.hpp"
-#include "oob.hpp"
-#include "size.hpp"
+#include "base/size.hpp"
+#include "core/diag_context.hpp"
+#include "core/engine.hpp"
+#include "core/loopback.hpp"
+#include "core/oob.hpp"
 
 namespace rxv {
 using nlohmann::json;

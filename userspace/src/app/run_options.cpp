@@ -5,10 +5,12 @@
 #include <charconv>
 
 #include "app/common.hpp"
-#include "oob_transport.hpp"
-#include "plan.hpp"
-#include "progress.hpp"
-#include "size.hpp"
+#include "app/options.hpp"
+#include "app/preflight.hpp"
+#include "base/size.hpp"
+#include "core/plan.hpp"
+#include "core/progress.hpp"
+#include "sys/oob_transport.hpp"
 
 namespace rxv {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "app/app.hpp"
-#include "engine.hpp"
-#include "oob_transport.hpp"
+#include "core/engine.hpp"
+#include "sys/oob_transport.hpp"
 
 namespace rxv {
 

@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "app/common.hpp"
+#include "app/device.hpp"
+#include "app/options.hpp"
 #include "app/serve_loop.hpp"
 
 namespace rxv {

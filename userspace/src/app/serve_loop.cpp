@@ -8,8 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include "engine.hpp"
-#include "report.hpp"
+#include "core/engine.hpp"
+#include "core/report.hpp"
 
 namespace rxv {
 using nlohmann::json;

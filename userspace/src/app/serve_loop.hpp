@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "oob.hpp"
-#include "verbs.hpp"
+#include "core/oob.hpp"
+#include "sys/verbs.hpp"
 
 namespace rxv {
 

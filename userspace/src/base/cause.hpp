@@ -1,0 +1,20 @@
+// The diagnosis causes: the stable machine tokens a report and an Error carry in
+// "cause" (documented in userspace/README.md and the man page). core/diagnosis decides
+// which applies; sys names one where a failure can only be one thing (the out-of-band
+// socket: the network path).
+#pragma once
+
+// Stable machine tokens (documented in userspace/README.md and the man page).
+namespace rxv::cause {
+inline constexpr const char* kMemlock = "memlock";
+inline constexpr const char* kRxeMetadataOrder = "rxe_metadata_order";
+inline constexpr const char* kFragmentation = "fragmentation";
+inline constexpr const char* kOutOfMemory = "out_of_memory";
+inline constexpr const char* kDeviceDown = "device_down";
+inline constexpr const char* kNoDevice = "no_device";
+inline constexpr const char* kDeviceAccess = "device_access";  // uverbs node not openable
+inline constexpr const char* kNetwork = "network_path_or_firewall";
+inline constexpr const char* kDataCorruption = "data_corruption";
+inline constexpr const char* kTransferError = "transfer_error";
+inline constexpr const char* kUnknown = "unknown";
+}  // namespace rxv::cause

@@ -1,0 +1,22 @@
+#include "core/diag_context.hpp"
+
+namespace rxv {
+
+DiagContext make_diag_context(HostEnv& host, std::optional<bool> port_active, bool two_host,
+                              const ModuleIdentity& module) {
+  return [&host, port_active, two_host, module]() {
+    HostSnapshot h = snapshot(host);
+    DiagInput in;
+    in.buddyinfo = h.buddyinfo;
+    in.limits = h.limits;
+    in.meminfo = h.meminfo;
+    in.cap_eff = h.cap_eff;
+    in.module = module;
+    in.port_active = port_active;
+    in.two_host = two_host;
+    if (two_host) in.firewall = host.firewall().combined;
+    return in;
+  };
+}
+
+}  // namespace rxv

@@ -1,0 +1,46 @@
+// Failure classification: pure functions over parsed inputs (errno, sizes, /proc texts,
+// capabilities, module identity, firewall evaluation). No I/O here.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/cause.hpp"
+#include "sys/firewall.hpp"
+#include "sys/module.hpp"
+
+namespace rxv {
+
+enum class Stage { Allocate, Register, Transfer, Timeout, Verify };
+
+struct DiagInput {
+  Stage stage = Stage::Register;
+  int err = 0;  // errno of the failing call
+  std::uint64_t size = 0, offset = 0;
+  unsigned split = 1;                      // number of MRs the region was registered as
+  std::uint64_t already_pinned = 0;        // bytes pinned before this registration (staging)
+  std::string buddyinfo, limits, meminfo;  // raw /proc texts ("" = unknown)
+  std::optional<std::uint64_t> cap_eff;
+  ModuleIdentity module;
+  std::optional<bool> port_active;
+  int wc_status = -1;  // ibv_wc_status when stage == Transfer
+  std::string wc_status_str;
+  bool two_host = false;
+  std::optional<FwResult> firewall;  // this host's input path for RoCEv2
+  std::string mismatch_text;         // stage == Verify: where and what
+};
+
+struct Diagnosis {
+  std::string cause;
+  std::string summary;
+  std::string remedy;
+};
+
+Diagnosis diagnose(const DiagInput& in);
+
+// memlock check used by run/doctor: true when pinning `bytes` is allowed.
+bool memlock_allows(const std::string& limits_text, std::optional<std::uint64_t> cap_eff,
+                    std::uint64_t bytes);
+std::string memlock_remedy(std::uint64_t bytes);
+
+}  // namespace rxv

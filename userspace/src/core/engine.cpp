@@ -1,0 +1,386 @@
+#include "core/engine.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "base/size.hpp"
+#include "core/progress.hpp"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+namespace rxv {
+
+MappedBuffer::MappedBuffer(std::size_t len) : len_(len) {
+  if (len == 0) return;
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    err_ = errno;
+    len_ = 0;
+    return;
+  }
+  p_ = p;
+}
+MappedBuffer::~MappedBuffer() {
+  if (p_) munmap(p_, len_);
+}
+MappedBuffer::MappedBuffer(MappedBuffer&& o) noexcept : p_(o.p_), len_(o.len_), err_(o.err_) {
+  o.p_ = nullptr;
+  o.len_ = 0;
+}
+MappedBuffer& MappedBuffer::operator=(MappedBuffer&& o) noexcept {
+  if (this != &o) {
+    if (p_) munmap(p_, len_);
+    p_ = o.p_;
+    len_ = o.len_;
+    err_ = o.err_;
+    o.p_ = nullptr;
+    o.len_ = 0;
+  }
+  return *this;
+}
+void MappedBuffer::populate() {
+  if (!p_) return;
+  if (madvise(p_, len_, MADV_POPULATE_WRITE) == 0) return;
+  auto* c = static_cast<volatile unsigned char*>(p_);
+  for (std::size_t i = 0; i < len_; i += 4096) c[i] = 0;
+}
+
+LocalPeer::LocalPeer(Device& dev, std::uint64_t size) : buf_(size) {
+  if (!buf_) {
+    err_ = buf_.error() ? buf_.error() : ENOMEM;
+    return;
+  }
+  buf_.populate();
+  auto r = dev.reg_mr(buf_.data(), buf_.size());
+  mr_ = std::move(r.mr);
+  err_ = r.err;
+}
+std::uint64_t LocalPeer::staging_addr() const { return reinterpret_cast<std::uint64_t>(buf_.data()); }
+std::uint32_t LocalPeer::staging_rkey() const { return mr_ ? mr_->rkey() : 0; }
+Result<void> LocalPeer::fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
+                             std::uint64_t key) {
+  if (st_off + len > buf_.size()) return Error("staging range out of bounds");
+  pattern_fill(buf_.data() + st_off, region_off, len, key);
+  return {};
+}
+VerifyOutcome LocalPeer::verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
+                                std::uint64_t key, const std::vector<KeyCandidate>& candidates,
+                                std::uint64_t region_size) {
+  VerifyOutcome v;
+  if (st_off + len > buf_.size()) {
+    v.ok = false;
+    v.error = "staging range out of bounds";
+    return v;
+  }
+  v.mismatch = pattern_verify(buf_.data() + st_off, region_off, len, key);
+  if (v.mismatch) {
+    v.ok = false;
+    if (explained_ < kMaxExplained) {
+      ++explained_;
+      v.explanation =
+          explain_mismatch(buf_.data() + st_off, region_off, len, *v.mismatch, key, candidates, region_size);
+    } else {
+      v.explanation =
+          "not explained (this peer explained its first " + std::to_string(kMaxExplained) + " mismatches)";
+    }
+  }
+  return v;
+}
+
+std::uint64_t staging_slot_bytes(const RunConfig& c) {
+  if (c.mode == Mode::Full) return std::min<std::uint64_t>(c.msg_size, kMaxMsgSize);
+  return std::min<std::uint64_t>(c.sample_max, kMaxMsgSize) + 64;
+}
+
+unsigned staging_slots(const RunConfig& c) {
+  std::uint64_t by_budget = std::max<std::uint64_t>(2, kStagingBudget / staging_slot_bytes(c));
+  return static_cast<unsigned>(std::min<std::uint64_t>(std::max(1u, c.tx_depth), by_budget));
+}
+
+std::uint64_t staging_bytes_for(const RunConfig& c) { return staging_slot_bytes(c) * staging_slots(c); }
+
+std::chrono::milliseconds op_deadline(const RunConfig& c, std::uint64_t len) {
+  if (c.op_timeout > 0) return std::chrono::milliseconds(static_cast<long long>(c.op_timeout * 1000));
+  double s = 30.0 + static_cast<double>(len) / (4.0 * 1024 * 1024);
+  return std::chrono::milliseconds(static_cast<long long>(s * 1000));
+}
+
+Engine::Engine(Device& dev, QueuePair& qp, Peer& peer, RunConfig cfg, DiagContext ctx)
+    : dev_(dev), qp_(qp), peer_(peer), cfg_(cfg), ctx_(std::move(ctx)) {
+  max_sge_ = std::clamp(dev_.caps().max_sge, 1, 32);
+}
+
+void Engine::fail(SizeResult& r, DiagInput in) {
+  r.result = SizeOutcome::Fail;
+  r.diagnosis = diagnose(in);
+}
+
+namespace {
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+std::vector<WorkRequest> Engine::wrs_of(const Transfer& t, std::uint64_t remote, unsigned char* base,
+                                        const SplitLayout& layout,
+                                        const std::vector<std::unique_ptr<MemoryRegion>>& mrs) const {
+  std::vector<Sge> pieces;
+  std::uint64_t o = t.offset, end = t.offset + t.length;
+  while (o < end) {
+    unsigned m = layout.mr_of(o);
+    std::uint64_t stop = std::min(end, layout.starts[m + 1]);
+    pieces.push_back(
+        {reinterpret_cast<std::uint64_t>(base + o), static_cast<std::uint32_t>(stop - o), mrs[m]->lkey()});
+    o = stop;
+  }
+  std::vector<WorkRequest> out;
+  const auto step = static_cast<std::size_t>(max_sge_);
+  for (std::size_t i = 0; i < pieces.size(); i += step) {
+    WorkRequest w;
+    w.sges.assign(pieces.begin() + static_cast<long>(i),
+                  pieces.begin() + static_cast<long>(std::min(pieces.size(), i + step)));
+    w.raddr = remote;
+    w.rkey = peer_.staging_rkey();
+    for (const auto& sg : w.sges) remote += sg.length;
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+void Engine::fail_loop(SizeResult& r, OpCode op, const LoopFailure& f, const Transfer& t) {
+  const char* opname = op == OpCode::Write ? "RDMA WRITE" : "RDMA READ";
+  std::string where = std::string(opname) + " of " + std::to_string(t.length) + " bytes at region offset " +
+                      std::to_string(t.offset) + " (" + describe(f) + ")";
+  if (f.kind == LoopFailure::Kind::Prepare ||
+      (f.kind == LoopFailure::Kind::Check && !f.check.error.empty())) {
+    r.result = SizeOutcome::Fail;
+    std::string e = f.kind == LoopFailure::Kind::Prepare ? "peer fill failed: " + f.status_str
+                                                         : "peer verification failed: " + f.check.error;
+    r.diagnosis =
+        Diagnosis{cause::kNetwork, e + "; " + where, "check the out-of-band TCP connection to the peer"};
+    return;
+  }
+  DiagInput in = ctx_ ? ctx_() : DiagInput{};
+  in.stage = f.kind == LoopFailure::Kind::Timeout ? Stage::Timeout : Stage::Transfer;
+  in.size = r.size;
+  in.offset = r.offset;
+  in.wc_status = f.kind == LoopFailure::Kind::Completion ? f.wc_status : -1;
+  in.wc_status_str = f.status_str;
+  in.two_host = cfg_.two_host;
+  fail(r, in);
+  r.diagnosis->summary = where + ": " + r.diagnosis->summary;
+}
+
+SizeResult planned_result(std::uint64_t size, const RunConfig& cfg) {
+  SizeResult r;
+  r.size = size;
+  r.offset = cfg.offset;
+  MetadataInfo md = rxe_metadata(cfg.offset, size);
+  r.pages = md.pages;
+  r.metadata_bytes = md.bytes;
+  r.metadata_order = md.order;
+  r.mode = cfg.mode;
+  return r;
+}
+
+SizeResult Engine::run_size(std::uint64_t size) {
+  SizeResult r = planned_result(size, cfg_);
+  r.passes = cfg_.passes;
+  const std::uint64_t mis = cfg_.offset % kPageSize;
+  SplitLayout layout = SplitLayout::make(size, mis, cfg_.split);
+  r.mrs = layout.count();
+  if (r.mrs > 1) {
+    // Report the metadata of the largest MR: that is what a stock rxe must allocate.
+    std::uint64_t biggest = 0;
+    for (unsigned i = 0; i < r.mrs; ++i)
+      biggest = std::max(biggest,
+                         rxe_metadata(mis + layout.starts[i], layout.starts[i + 1] - layout.starts[i]).bytes);
+    r.metadata_bytes = biggest;
+    r.metadata_order = alloc_order(biggest);
+  }
+
+  // Allocate: the region starts `offset` bytes into the mapping.
+  MappedBuffer buf(static_cast<std::size_t>(cfg_.offset + size));
+  if (!buf) {
+    DiagInput in = ctx_ ? ctx_() : DiagInput{};
+    in.stage = Stage::Allocate;
+    in.err = buf.error();
+    in.size = size;
+    in.offset = cfg_.offset;
+    fail(r, in);
+    return r;
+  }
+  {
+    Progress pr(cfg_.progress, "populate " + format_size(size), 1);
+    buf.populate();
+  }
+  unsigned char* base = buf.data() + cfg_.offset;
+
+  // Register, timed.
+  std::vector<std::unique_ptr<MemoryRegion>> mrs;
+  auto t0 = std::chrono::steady_clock::now();
+  for (unsigned i = 0; i < layout.count(); ++i) {
+    auto rr = dev_.reg_mr(base + layout.starts[i], layout.starts[i + 1] - layout.starts[i]);
+    if (!rr.mr) {
+      r.reg_seconds = since(t0);
+      r.reg_errno = rr.err;
+      DiagInput in = ctx_ ? ctx_() : DiagInput{};
+      in.stage = Stage::Register;
+      in.err = rr.err;
+      in.size = size;
+      in.offset = cfg_.offset;
+      in.split = layout.count();
+      in.already_pinned = peer_.staging_size();
+      fail(r, in);
+      return r;
+    }
+    mrs.push_back(std::move(rr.mr));
+  }
+  r.reg_seconds = since(t0);
+  r.registered = true;
+  exercise(r, base, layout, mrs);
+  return r;
+}
+
+Engine::PassPlan Engine::pass_plan(std::uint64_t size, std::uint64_t slot, unsigned pass) const {
+  PlanParams pp;
+  pp.size = size;
+  pp.misalign = cfg_.offset % kPageSize;
+  pp.mode = cfg_.mode;
+  pp.msg_size = slot;
+  pp.max_transfer = std::min<std::uint64_t>(cfg_.sample_max, slot - std::min<std::uint64_t>(64, slot / 2));
+  pp.seed = cfg_.seed;
+  pp.pass = pass;
+  PassPlan p;
+  p.plan = make_plan(pp);
+  std::uint64_t total = 0;
+  for (const auto& t : p.plan) {
+    p.upto.push_back(total);
+    total += t.length;
+  }
+  p.upto.push_back(total);
+  return p;
+}
+
+LoopResult Engine::run_loop(OpCode op, unsigned pass, std::uint64_t key, const PassPlan& p,
+                            const Slots& slots, unsigned depth, const Region& region,
+                            const std::vector<KeyCandidate>& seen) {
+  const bool w = op == OpCode::Write;
+  const auto& plan = p.plan;
+  unsigned char* base = region.base;
+  const std::uint64_t size = region.size;
+  auto st_of = [&](std::size_t i) {
+    const Transfer& t = plan[i];
+    return (i % slots.count) * slots.bytes + (cfg_.mode == Mode::Full ? std::uint64_t{0} : t.offset % 64);
+  };
+  Progress pr(cfg_.progress,
+              "pass " + std::to_string(pass + 1) + (w ? " write " : " read  ") + format_size(size),
+              p.upto.back());
+  LoopSpec ls;
+  ls.op = op;
+  ls.count = plan.size();
+  ls.depth = w ? depth : std::max(1u, std::min(depth, qp_.max_rd_atomic()));
+  ls.slots = slots.count;
+  ls.threaded = cfg_.overlap;
+  ls.bytes = [&](std::size_t i) { return plan[i].length; };
+  ls.deadline = [&](std::uint64_t b) { return op_deadline(cfg_, b); };
+  ls.wrs = [&](std::size_t i) {
+    return wrs_of(plan[i], peer_.staging_addr() + st_of(i), base, region.layout, region.mrs);
+  };
+  ls.prepare = [&](std::size_t i) -> Result<void> {
+    const Transfer& t = plan[i];
+    if (!w) return peer_.fill(st_of(i), t.offset, t.length, key);
+    pattern_fill(base + t.offset, t.offset, t.length, key);
+    return {};
+  };
+  ls.check = [&](std::size_t i) -> VerifyOutcome {
+    const Transfer& t = plan[i];
+    if (w) return peer_.verify(st_of(i), t.offset, t.length, key, seen, size);
+    VerifyOutcome v;
+    v.mismatch = pattern_verify(base + t.offset, t.offset, t.length, key);
+    if (v.mismatch) {
+      v.ok = false;
+      v.explanation = explain_mismatch(base + t.offset, t.offset, t.length, *v.mismatch, key, seen, size);
+    }
+    return v;
+  };
+  ls.progress = [&](std::size_t v) { pr.update(p.upto[v]); };
+  return run_pipeline(qp_, ls);
+}
+
+void Engine::fail_mismatch(SizeResult& r, OpCode op, const LoopFailure& f, const Transfer& t) {
+  const bool w = op == OpCode::Write;
+  const std::uint64_t mis = cfg_.offset % kPageSize;
+  const Mismatch& mm = *f.check.mismatch;
+  MismatchReport m{mm.region_offset, (mis + mm.region_offset) / kPageSize,   mm.expected,        mm.actual,
+                   mm.bad_bytes,     w ? Direction::Write : Direction::Read, f.check.explanation};
+  r.mismatch = m;
+  DiagInput in = ctx_ ? ctx_() : DiagInput{};
+  in.stage = Stage::Verify;
+  in.mismatch_text = std::string(w ? "RDMA WRITE of region [" : "RDMA READ into region [") +
+                     std::to_string(t.offset) + ", +" + std::to_string(t.length) +
+                     (w ? ") arrived wrong" : ") left wrong data") + ": first bad byte at region offset " +
+                     std::to_string(m.offset) + " (page " + std::to_string(m.page) + "), " +
+                     std::to_string(m.bad_bytes) + " bad bytes; " + m.explanation;
+  fail(r, in);
+}
+
+namespace {
+// A loop's figures added to its direction's and the size's.
+void add_figures(SizeResult& r, LoopStats& st, const LoopResult& lr, const std::vector<std::uint64_t>& upto) {
+  st.bytes += lr.bytes;
+  st.seconds += lr.wire_seconds;
+  st.wall_seconds += lr.wall_seconds;
+  st.iterations += lr.wrs;
+  st.transfers += lr.verified;
+  st.peak_Bps = std::max(st.peak_Bps, lr.peak_Bps);
+  r.transfers += lr.verified;
+  r.verified_bytes += upto[lr.verified];
+}
+}  // namespace
+
+bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& layout,
+                      const std::vector<std::unique_ptr<MemoryRegion>>& mrs) {
+  const Region region{base, layout, mrs, r.size};
+  r.passes = cfg_.passes;
+  // Staging: `slots` slots of `slot` bytes; transfer i uses slot i % slots.
+  const std::uint64_t slot = std::min(staging_slot_bytes(cfg_), peer_.staging_size());
+  const Slots slots{slot, static_cast<unsigned>(std::max<std::uint64_t>(1, peer_.staging_size() / slot))};
+  const unsigned depth = std::max(1u, std::min(cfg_.tx_depth, qp_.max_send_wr()));
+  std::vector<KeyCandidate> seen;
+  const auto t_first = std::chrono::steady_clock::now();
+  auto more = [&](unsigned pass) {
+    if (pass < cfg_.passes) return true;
+    if (cfg_.min_transfers && std::min(r.write.transfers, r.read.transfers) < cfg_.min_transfers) return true;
+    return cfg_.duration > 0 && since(t_first) < cfg_.duration;
+  };
+  for (unsigned pass = 0; more(pass); ++pass) {
+    const PassPlan p = pass_plan(r.size, slot, pass);
+    for (OpCode op : {OpCode::Write, OpCode::Read}) {
+      const bool w = op == OpCode::Write;
+      const std::uint64_t key = pattern_key(cfg_.seed, pass, w ? Phase::Write : Phase::Read);
+      LoopResult lr = run_loop(op, pass, key, p, slots, depth, region, seen);
+      add_figures(r, w ? r.write : r.read, lr, p.upto);
+      if (lr.ok()) {
+        seen.push_back({key, "pass " + std::to_string(pass + 1) + (w ? " write" : " read")});
+        continue;
+      }
+      const Transfer& t = p.plan[std::min(lr.failure.transfer, p.plan.size() - 1)];
+      if (lr.failure.kind != LoopFailure::Kind::Check || !lr.failure.check.mismatch)
+        fail_loop(r, op, lr.failure, t);
+      else fail_mismatch(r, op, lr.failure, t);
+      return false;
+    }
+  }
+  r.passes = static_cast<unsigned>(seen.size() / 2);
+  r.result = SizeOutcome::Pass;
+  return true;
+}
+
+}  // namespace rxv

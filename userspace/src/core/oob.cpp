@@ -1,0 +1,139 @@
+// Out-of-band protocol: the messages' fields, the hello reply and RemotePeer (the client side).
+#include "core/oob.hpp"
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "base/number.hpp"
+
+namespace rxv {
+using nlohmann::json;
+
+namespace {
+std::string hex(const std::array<std::uint8_t, 16>& g) {
+  char b[40];
+  for (int i = 0; i < 16; ++i) std::snprintf(b + 2 * i, 3, "%02x", g[static_cast<std::size_t>(i)]);
+  return std::string(b, 32);
+}
+}  // namespace
+
+json qp_to_json(const QpAddr& a) { return {{"qpn", a.qpn}, {"psn", a.psn}, {"gid", hex(a.gid)}}; }
+
+std::optional<QpAddr> qp_from_json(const json& j) {
+  if (!j.is_object() || !j.contains("qpn") || !j.contains("psn") || !j.contains("gid") ||
+      !j["qpn"].is_number_unsigned() || !j["psn"].is_number_unsigned() || !j["gid"].is_string() ||
+      j["qpn"].get<std::uint64_t>() > 0xffffffu || j["psn"].get<std::uint64_t>() > 0xffffffu)
+    return std::nullopt;  // QPNs and PSNs are 24-bit
+  QpAddr a;
+  a.qpn = j["qpn"].get<std::uint32_t>();
+  a.psn = j["psn"].get<std::uint32_t>();
+  std::string g = j["gid"].get<std::string>();
+  if (g.size() != 32) return std::nullopt;
+  for (std::size_t i = 0; i < 16; ++i) {
+    // two hex digits a byte (parse_uint takes no sign or space: strtoul took "-1", " f", "+f")
+    auto byte = parse_uint<std::uint8_t>(std::string_view(g).substr(2 * i, 2), 16);
+    if (!byte) return std::nullopt;
+    a.gid[i] = *byte;
+  }
+  return a;
+}
+
+std::optional<std::uint64_t> u64_field(const json& m, const char* key, std::uint64_t def) {
+  auto it = m.find(key);
+  if (it == m.end()) return def;
+  if (!it->is_number_unsigned()) return std::nullopt;  // negative, fractional, huge, text
+  return it->get<std::uint64_t>();
+}
+std::optional<std::string> str_field(const json& m, const char* key, const std::string& def) {
+  auto it = m.find(key);
+  if (it == m.end()) return def;
+  if (!it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+namespace {
+bool bool_field(const json& m, const char* key) {
+  auto it = m.find(key);
+  return it != m.end() && it->is_boolean() && it->get<bool>();
+}
+// A peer's error text, cut to one line of sane length.
+std::string peer_text(const json& m, const char* key, const std::string& def) {
+  std::string t = str_field(m, key, def).value_or(def);
+  for (char& c : t)
+    if (c == '\n' || c == '\r') c = ' ';
+  return shorten_utf8(t, 400);
+}
+}  // namespace
+
+Result<ServerHello> parse_hello_reply(const json& r) {
+  if (!bool_field(r, "ok")) return Error("server refused: " + peer_text(r, "error", "?"));
+  auto q = r.find("qp");
+  auto st = r.find("staging");
+  std::optional<QpAddr> qa;
+  if (q != r.end()) qa = qp_from_json(*q);
+  if (!qa || st == r.end() || !st->is_object()) return Error("malformed server answer");
+  auto addr = u64_field(*st, "addr", 0), rkey = u64_field(*st, "rkey", 0), size = u64_field(*st, "size", 0);
+  if (!addr || !rkey || !size || *rkey > 0xffffffffu || *size == 0)
+    return Error("malformed server answer (staging buffer)");
+  ServerHello h;
+  h.qp = *qa;
+  h.staging_addr = *addr;
+  h.staging_rkey = static_cast<std::uint32_t>(*rkey);
+  h.staging_size = *size;
+  return h;
+}
+
+Result<json> RemotePeer::call(const json& req) {
+  if (auto sent = s_.send(req); !sent) return std::move(sent).error();
+  return s_.recv(timeout_);
+}
+
+Result<void> RemotePeer::fill(std::uint64_t st, std::uint64_t off, std::uint64_t len, std::uint64_t key) {
+  auto r = call({{"op", "fill"}, {"st", st}, {"off", off}, {"len", len}, {"key", key}});
+  if (!r) return std::move(r).error();
+  if (!bool_field(*r, "ok")) return Error(peer_text(*r, "error", "peer refused fill"));
+  return {};
+}
+
+VerifyOutcome RemotePeer::verify(std::uint64_t st, std::uint64_t off, std::uint64_t len, std::uint64_t key,
+                                 const std::vector<KeyCandidate>& cands, std::uint64_t region_size) {
+  VerifyOutcome v;
+  json c = json::array();
+  for (const auto& k : cands) c.push_back(json::array({k.key, k.label}));
+  auto r = call({{"op", "verify"},
+                 {"st", st},
+                 {"off", off},
+                 {"len", len},
+                 {"key", key},
+                 {"candidates", c},
+                 {"region_size", region_size}});
+  if (!r) {
+    v.ok = false;
+    v.error = r.error().summary;
+    return v;
+  }
+  if (bool_field(*r, "ok")) return v;
+  v.ok = false;
+  auto mi = r->find("mismatch");
+  if (mi != r->end() && mi->is_object()) {
+    auto offset = u64_field(*mi, "offset", 0), exp = u64_field(*mi, "expected", 0),
+         act = u64_field(*mi, "actual", 0), bad = u64_field(*mi, "bad_bytes", 0);
+    if (!offset || !exp || !act || !bad || *exp > 255 || *act > 255) {
+      v.error = "malformed mismatch report from the server";
+      return v;
+    }
+    Mismatch mm;
+    mm.region_offset = *offset;
+    mm.expected = static_cast<std::uint8_t>(*exp);
+    mm.actual = static_cast<std::uint8_t>(*act);
+    mm.bad_bytes = *bad;
+    mm.first_bad_page = mm.region_offset / 4096;
+    v.mismatch = mm;
+    v.explanation = peer_text(*r, "explanation", "");
+  } else {
+    v.error = peer_text(*r, "error", "peer verify failed");
+  }
+  return v;
+}
+
+}  // namespace rxv

@@ -1,3 +1,0 @@
-#include "cli.hpp"
-
-int main(int argc, char** argv) { return rxv::cli_main(argc, argv); }
