@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/oob.hpp"
@@ -26,12 +27,14 @@ namespace rxv {
 
 // What a command produced: its exit code, its JSON document (has_report: one exists; the
 // --json output) and its text output (stdout without --json).
+// NOLINTNEXTLINE(bugprone-exception-escape): its moves do not throw (static_assert below)
 struct Outcome {
   int exit = kExitPass;
   bool has_report = false;
   nlohmann::json report;
   std::string text;
 };
+static_assert(std::is_nothrow_move_constructible_v<Outcome> && std::is_nothrow_move_assignable_v<Outcome>);
 
 struct RunCommandConfig {
   std::vector<std::string> sizes;

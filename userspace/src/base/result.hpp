@@ -64,11 +64,14 @@ template <class T>
 class [[nodiscard]] Result {
  public:
   using value_type = T;
-  // From a value (or anything T is made from), or from an Error.
+  // From a value (or anything T is made from), or from an Error. The requires clause keeps
+  // Result and Error out of the forwarding constructor (clang-tidy 14 does not read it).
+  // NOLINTBEGIN(bugprone-forwarding-reference-overload)
   template <class U = T>
   requires(std::is_constructible_v<T, U&&> && !std::same_as<std::remove_cvref_t<U>, Result> &&
            !std::same_as<std::remove_cvref_t<U>, Error>) Result(U&& v)
       : v_(std::in_place_index<0>, std::forward<U>(v)) {}
+  // NOLINTEND(bugprone-forwarding-reference-overload)
   Result(Error e) : v_(std::in_place_index<1>, std::move(e)) {}
 
   bool ok() const noexcept { return v_.index() == 0; }

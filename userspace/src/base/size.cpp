@@ -25,7 +25,7 @@ Result<std::uint64_t> parse_term(std::string_view raw) {
   std::uint64_t v = 0;
   auto [digits_end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   if (ec == std::errc::result_out_of_range) return usage_error("size '" + t + "' is too large");
-  const std::size_t i = static_cast<std::size_t>(digits_end - t.data());
+  const auto i = static_cast<std::size_t>(digits_end - t.data());
   std::string suf = t.substr(i);
   for (auto& c : suf) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   unsigned shift = 0;

@@ -116,7 +116,7 @@ Engine::Engine(Device& dev, QueuePair& qp, Peer& peer, RunConfig cfg, DiagContex
   max_sge_ = std::clamp(dev_.caps().max_sge, 1, 32);
 }
 
-void Engine::fail(SizeResult& r, DiagInput in) {
+void Engine::fail(SizeResult& r, const DiagInput& in) {
   r.result = SizeOutcome::Fail;
   r.diagnosis = diagnose(in);
 }

@@ -170,7 +170,7 @@ class Engine {
   void fail_loop(SizeResult& r, OpCode op, const LoopFailure& f, const Transfer& t);
   // A data mismatch a loop's check found, as the size's mismatch and diagnosis.
   void fail_mismatch(SizeResult& r, OpCode op, const LoopFailure& f, const Transfer& t);
-  void fail(SizeResult& r, DiagInput in);
+  void fail(SizeResult& r, const DiagInput& in);
 
   Device& dev_;
   QueuePair& qp_;

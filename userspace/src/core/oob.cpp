@@ -12,9 +12,9 @@ using nlohmann::json;
 
 namespace {
 std::string hex(const std::array<std::uint8_t, 16>& g) {
-  char b[40];
-  for (int i = 0; i < 16; ++i) std::snprintf(b + 2 * i, 3, "%02x", g[static_cast<std::size_t>(i)]);
-  return std::string(b, 32);
+  std::array<char, 40> b{};
+  for (std::size_t i = 0; i < g.size(); ++i) std::snprintf(b.data() + 2 * i, 3, "%02x", g[i]);
+  return {b.data(), 32};
 }
 }  // namespace
 

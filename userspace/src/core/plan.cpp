@@ -41,7 +41,7 @@ std::vector<Transfer> make_plan(const PlanParams& p) {
   const std::uint64_t size = p.size;
   const std::uint64_t mis = p.misalign % kPageSize;
   if (p.mode == Mode::Full) {
-    std::uint64_t chunk = std::min<std::uint64_t>({p.msg_size ? p.msg_size : kMaxMsgSize, kMaxMsgSize, size});
+    const auto chunk = std::min<std::uint64_t>({p.msg_size ? p.msg_size : kMaxMsgSize, kMaxMsgSize, size});
     for (std::uint64_t o = 0; o < size; o += chunk) out.push_back({o, std::min(chunk, size - o), "chunk"});
     return out;
   }
@@ -85,7 +85,7 @@ std::vector<Transfer> make_plan(const PlanParams& p) {
     }
   }
   // Evenly spread transfers across the whole region.
-  std::uint64_t slen = std::min<std::uint64_t>({64 * 1024, size, cap});
+  const auto slen = std::min<std::uint64_t>({std::uint64_t{64} * 1024, size, cap});
   if (p.spread > 0) {
     for (unsigned i = 0; i < p.spread; ++i) {
       std::uint64_t off = p.spread > 1 ? (size - slen) / (p.spread - 1) * i : 0;
@@ -94,7 +94,7 @@ std::vector<Transfer> make_plan(const PlanParams& p) {
   }
   // Random offsets and lengths (seed and pass mixed in, reproducible).
   std::mt19937_64 rng(mix64(p.seed ^ (0xA5A5ull << 32) ^ p.pass));
-  std::uint64_t rmax = std::min<std::uint64_t>({256 * 1024, cap, size});
+  const auto rmax = std::min<std::uint64_t>({std::uint64_t{256} * 1024, cap, size});
   for (unsigned i = 0; i < p.random; ++i) {
     std::uint64_t len = 1 + rng() % rmax;
     std::uint64_t off = rng() % (size - len + 1);
@@ -105,6 +105,7 @@ std::vector<Transfer> make_plan(const PlanParams& p) {
 
 std::vector<std::pair<std::uint64_t, std::uint64_t>> coverage(const std::vector<Transfer>& t) {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> r;
+  r.reserve(t.size());
   for (const auto& x : t) r.emplace_back(x.offset, x.offset + x.length);
   std::sort(r.begin(), r.end());
   std::vector<std::pair<std::uint64_t, std::uint64_t>> m;

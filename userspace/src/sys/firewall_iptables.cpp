@@ -155,7 +155,7 @@ Rule ipt_rule(const std::vector<std::string>& t, std::size_t start, int lineno) 
       neg = false;
     } else {
       put(Cond::Unknown);  // unsupported option
-      if (i + 1 < t.size() && t[i + 1].rfind("-", 0) != 0) ++i;
+      if (i + 1 < t.size() && t[i + 1].rfind('-', 0) != 0) ++i;
     }
   }
   return r;

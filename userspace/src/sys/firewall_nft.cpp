@@ -243,7 +243,7 @@ FwResult evaluate_nft_json(std::string_view text) {
       const json& c = o["chain"];
       std::string fam = c.value("family", ""), table = c.value("table", ""), name = c.value("name", "");
       Chain ch;
-      ch.name = fam + " " + table + " " + name;
+      ch.name.append(fam).append(" ").append(table).append(" ").append(name);
       std::string hook = c.value("hook", "");
       if (c.contains("hook")) {
         ch.base = true;

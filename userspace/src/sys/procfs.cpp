@@ -83,7 +83,7 @@ std::uint64_t free_blocks_at_least(const std::vector<BuddyZone>& zones, int orde
   if (order < 0) order = 0;
   for (const auto& z : zones) {
     if (!zone_usable_for_kernel(z)) continue;
-    for (std::size_t k = static_cast<std::size_t>(order); k < z.free.size(); ++k) n += z.free[k];
+    for (auto k = static_cast<std::size_t>(order); k < z.free.size(); ++k) n += z.free[k];
   }
   return n;
 }

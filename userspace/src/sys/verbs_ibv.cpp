@@ -178,8 +178,8 @@ class IbvQp final : public QueuePair {
   bool broken() const override { return broken_; }
 
  private:
-  IbvQp(ibv_context* ctx, const QpParams& p, const PortInfo& port, const DeviceCaps& caps)
-      : ctx_(ctx), params_(p), port_(port), caps_(caps), waiter_(p.wait, waiter_hooks()) {}
+  IbvQp(ibv_context* ctx, QpParams p, PortInfo port, const DeviceCaps& caps)
+      : ctx_(ctx), params_(p), port_(std::move(port)), caps_(caps), waiter_(params_.wait, waiter_hooks()) {}
   // The completion channel, the CQ, the QP and its GID; a failure names the verbs call.
   Result<void> init(ibv_pd* pd) {
     auto failed = [](const std::string& call) {
