@@ -191,4 +191,7 @@ def render_all(res, out_dir):
             return done, err
         if had:
             done[name] = path
+    if not done:
+        # e.g. `make bench BENCH_PARTS=defaults`: its table has no plot
+        return done, f"no part with a plot in this run (parts: {res.get('environment', {}).get('parts') or 'unknown'}; the plots are registration, fragmented, bandwidth and perftest 26's)"
     return done, None

@@ -407,6 +407,18 @@ class Render(unittest.TestCase):
             with open(os.path.join(self.d, name), "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
+    @unittest.skipUnless(shutil.which("gnuplot"), "gnuplot is not installed (tests/host-deps installs gnuplot-nox)")
+    def test_a_defaults_only_run_says_it_has_no_plot(self):
+        # `make bench BENCH_PARTS=defaults`: no registration, fragmented or bandwidth samples
+        shutil.rmtree(self.d)
+        self.d = tempfile.mkdtemp(prefix="render-test-")
+        write_run(self.d, env="form=full\nparts=defaults\n", reg=False, frag=False)
+        write_defaults(self.d, {("64K", "write"): [1.0, 1.01, 0.99]})
+        self.collect()
+        out = self.run_render("table", os.path.join(self.d, "results.json"), "-o", os.path.join(self.d, "R.md"))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("PLOTS SKIPPED: no part with a plot in this run (parts: defaults;", out.stderr)
+
     def test_bw_pairs(self):
         with open(os.path.join(self.d, "bw-pairs.tsv"), "w") as f:
             f.write("msg_size\top\tpair\trv_MiBps\tpt_MiBps\tratio\n")
