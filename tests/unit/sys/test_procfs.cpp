@@ -91,3 +91,17 @@ TEST(Procfs, KvfixBuildStatusIsReadFromItsKeyValueLines) {
   EXPECT_FALSE(parse_kvfix_status("kernel=x\nmessage=y\n"));  // no state: no record
   EXPECT_FALSE(parse_kvfix_status(""));
 }
+
+TEST(Meminfo, FieldsAreNameAndBytesInOrder) {
+  auto f = parse_meminfo_fields(
+      "MemTotal:       24576000 kB\nHugePages_Total:       4\nnot a field\nSlab: x kB\nVmallocUsed:   512 "
+      "kB");
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].name, "MemTotal");
+  EXPECT_EQ(f[0].bytes, 24576000ull * 1024);
+  EXPECT_EQ(f[1].name, "HugePages_Total");  // no unit: a count, not scaled
+  EXPECT_EQ(f[1].bytes, 4u);
+  EXPECT_EQ(f[2].name, "VmallocUsed");  // the line with no number is skipped
+  EXPECT_EQ(f[2].bytes, 512u * 1024);
+  EXPECT_TRUE(parse_meminfo_fields("").empty());
+}

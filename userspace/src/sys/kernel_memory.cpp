@@ -9,39 +9,18 @@
 
 namespace rxv {
 
-namespace {
-
-std::vector<std::string_view> text_lines(std::string_view t) {
-  std::vector<std::string_view> out;
-  while (!t.empty()) {
-    auto n = t.find('\n');
-    out.push_back(t.substr(0, n));
-    if (n == std::string_view::npos) break;
-    t.remove_prefix(n + 1);
-  }
-  return out;
-}
-
-}  // namespace
-
 KernelMemory parse_kernel_memory(std::string_view meminfo, std::string_view vmallocinfo) {
   KernelMemory k;
   bool free = false, slab = false, vm = false;
-  for (auto line : text_lines(meminfo)) {
-    auto w = split_ws(line);
-    if (w.size() < 2) continue;
-    auto n = parse_uint(w[1]);
-    if (!n) continue;
-    const std::uint64_t v = *n;
-    std::uint64_t mul = (w.size() >= 3 && w[2] == "kB") ? 1024 : 1;
-    if (w[0] == "MemFree:") {
-      k.mem_free = v * mul;
+  for (const auto& f : parse_meminfo_fields(meminfo)) {
+    if (f.name == "MemFree") {
+      k.mem_free = f.bytes;
       free = true;
-    } else if (w[0] == "Slab:") {
-      k.slab = v * mul;
+    } else if (f.name == "Slab") {
+      k.slab = f.bytes;
       slab = true;
-    } else if (w[0] == "VmallocUsed:") {
-      k.vmalloc_used = v * mul;
+    } else if (f.name == "VmallocUsed") {
+      k.vmalloc_used = f.bytes;
       vm = true;
     }
   }

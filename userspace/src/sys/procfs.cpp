@@ -22,8 +22,7 @@ std::vector<std::string> split_ws(std::string_view s) {
   return out;
 }
 
-namespace {
-std::vector<std::string_view> lines(std::string_view t) {
+std::vector<std::string_view> text_lines(std::string_view t) {
   std::vector<std::string_view> out;
   std::size_t s = 0;
   while (s < t.size()) {
@@ -34,11 +33,23 @@ std::vector<std::string_view> lines(std::string_view t) {
   }
   return out;
 }
-}  // namespace
+
+std::vector<MeminfoField> parse_meminfo_fields(std::string_view text) {
+  std::vector<MeminfoField> out;
+  for (auto line : text_lines(text)) {
+    auto w = split_ws(line);
+    if (w.size() < 2 || w[0].size() < 2 || w[0].back() != ':') continue;
+    auto n = parse_uint(w[1]);
+    if (!n) continue;
+    const std::uint64_t mul = (w.size() >= 3 && w[2] == "kB") ? 1024 : 1;
+    out.push_back({w[0].substr(0, w[0].size() - 1), *n * mul});
+  }
+  return out;
+}
 
 std::vector<BuddyZone> parse_buddyinfo(std::string_view text) {
   std::vector<BuddyZone> zones;
-  for (auto line : lines(text)) {
+  for (auto line : text_lines(text)) {
     // "Node 0, zone   Normal   1413   1324 ..."
     auto w = split_ws(line);
     if (w.size() < 5 || w[0] != "Node" || w[2] != "zone") continue;
@@ -89,7 +100,7 @@ std::uint64_t free_blocks_at_least(const std::vector<BuddyZone>& zones, int orde
 }
 
 std::optional<MemlockLimit> parse_memlock(std::string_view text) {
-  for (auto line : lines(text)) {
+  for (auto line : text_lines(text)) {
     if (line.rfind("Max locked memory", 0) != 0) continue;
     auto w = split_ws(line.substr(17));
     if (w.size() < 2) return std::nullopt;
@@ -112,20 +123,14 @@ std::optional<MemlockLimit> parse_memlock(std::string_view text) {
 std::optional<MemInfo> parse_meminfo(std::string_view text) {
   MemInfo m;
   bool total = false;
-  for (auto line : lines(text)) {
-    auto w = split_ws(line);
-    if (w.size() < 2) continue;
-    auto n = parse_uint(w[1]);
-    if (!n) continue;
-    const std::uint64_t v = *n;
-    std::uint64_t mul = (w.size() >= 3 && w[2] == "kB") ? 1024 : 1;
-    if (w[0] == "MemTotal:") {
-      m.total = v * mul;
+  for (const auto& f : parse_meminfo_fields(text)) {
+    if (f.name == "MemTotal") {
+      m.total = f.bytes;
       total = true;
-    } else if (w[0] == "MemFree:") {
-      m.free = v * mul;
-    } else if (w[0] == "MemAvailable:") {
-      m.available = v * mul;
+    } else if (f.name == "MemFree") {
+      m.free = f.bytes;
+    } else if (f.name == "MemAvailable") {
+      m.available = f.bytes;
       m.has_available = true;
     }
   }
@@ -135,7 +140,7 @@ std::optional<MemInfo> parse_meminfo(std::string_view text) {
 }
 
 std::optional<std::uint64_t> parse_cap_eff(std::string_view text) {
-  for (auto line : lines(text)) {
+  for (auto line : text_lines(text)) {
     if (line.rfind("CapEff:", 0) != 0) continue;
     return parse_uint(trim(line.substr(7)), 16);
   }

@@ -32,6 +32,14 @@ struct MemInfo {
   bool has_available = false;
 };
 std::optional<MemInfo> parse_meminfo(std::string_view text);
+// /proc/meminfo's "Name:   value [kB]" lines, in order, as the name without its ':' and
+// the value in bytes; a line of another shape is skipped. parse_meminfo and
+// parse_kernel_memory (sys/kernel_memory.hpp) both read it through this.
+struct MeminfoField {
+  std::string name;
+  std::uint64_t bytes = 0;
+};
+std::vector<MeminfoField> parse_meminfo_fields(std::string_view text);
 
 // CapEff from /proc/self/status.
 std::optional<std::uint64_t> parse_cap_eff(std::string_view status_text);
@@ -54,6 +62,8 @@ int select_gid_index(const std::vector<GidEntry>& gids);
 
 std::string trim(std::string_view s);
 std::vector<std::string> split_ws(std::string_view s);
+// The lines of a text without their '\n' (a last line without one included).
+std::vector<std::string_view> text_lines(std::string_view t);
 
 // What the rxe-kvfix DKMS build recorded for one kernel release: the key=value file
 // kmod/rxe-kvfix-dkms-build writes (kmod/rxe-kvfix-lib.sh, rxe_kvfix_record).
