@@ -23,6 +23,7 @@
 
 #include "../unit/fake_verbs.hpp"
 #include "app/serve_loop.hpp"
+#include "core/local_peer.hpp"
 #include "core/oob.hpp"
 
 namespace rxv::fuzz {

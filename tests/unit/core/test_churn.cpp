@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "core/churn.hpp"
+#include "core/local_peer.hpp"
 #include "fake_verbs.hpp"
 #include "test_data.hpp"
 

@@ -175,19 +175,6 @@ TEST(Pipeline, InlineCheckingGivesTheSameResult) {
   EXPECT_EQ(r.verified, 100u);
 }
 
-TEST(Pipeline, StagingMemoryFormula) {
-  RunConfig c;  // sampled, sample_max 1 MiB
-  EXPECT_EQ(staging_slot_bytes(c), (1ull << 20) + 64);
-  EXPECT_EQ(staging_slots(c), 15u);  // 16 MiB / (1 MiB + 64)
-  c.mode = Mode::Full;               // msg-size 64 MiB: two slots
-  EXPECT_EQ(staging_bytes_for(c), 128ull << 20);
-  c.msg_size = 64 << 10;  // 64 KiB: tx-depth slots (128), 8 MiB
-  EXPECT_EQ(staging_slots(c), 128u);
-  EXPECT_EQ(staging_bytes_for(c), 8ull << 20);
-  c.tx_depth = 4;
-  EXPECT_EQ(staging_bytes_for(c), 4ull * (64 << 10));
-}
-
 // The error of a prepare step (a peer's fill) stops posting and is the failure's text.
 TEST(Pipeline, PrepareErrorStopsTheLoopWithItsText) {
   Lane l(20, 4, 64);

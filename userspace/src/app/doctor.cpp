@@ -7,8 +7,8 @@
 #include "app/options.hpp"
 #include "app/preflight.hpp"
 #include "base/size.hpp"
-#include "core/engine.hpp"
 #include "core/plan.hpp"
+#include "core/run_config.hpp"
 #include "sys/procfs.hpp"
 
 namespace rxv {

@@ -13,7 +13,7 @@
 #include "app/preflight.hpp"
 #include "base/size.hpp"
 #include "core/diag_context.hpp"
-#include "core/engine.hpp"
+#include "core/mapped_buffer.hpp"
 #include "core/plan.hpp"
 #include "sys/procfs.hpp"
 

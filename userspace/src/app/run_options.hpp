@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "app/app.hpp"
-#include "core/engine.hpp"
+#include "core/run_config.hpp"
 #include "sys/oob_transport.hpp"
 
 namespace rxv {

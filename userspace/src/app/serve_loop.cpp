@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/engine.hpp"
+#include "core/local_peer.hpp"
 #include "core/report.hpp"
 
 namespace rxv {

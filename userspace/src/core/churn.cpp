@@ -7,6 +7,7 @@
 
 #include "base/number.hpp"
 #include "base/size.hpp"
+#include "core/engine.hpp"
 #include "core/plan.hpp"
 #include "sys/host.hpp"
 #include "sys/procfs.hpp"

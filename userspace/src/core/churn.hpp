@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "core/diagnosis.hpp"
-#include "core/engine.hpp"
+#include "core/peer.hpp"
 #include "core/report.hpp"
+#include "core/run_config.hpp"
 #include "sys/kernel_memory.hpp"
 #include "sys/procfs.hpp"
 #include "sys/verbs.hpp"

@@ -2,6 +2,7 @@
 // capabilities, module identity, firewall evaluation). No I/O here.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -37,6 +38,9 @@ struct Diagnosis {
 };
 
 Diagnosis diagnose(const DiagInput& in);
+
+// Supplies the diagnosis inputs that come from the host (captured when a failure occurs).
+using DiagContext = std::function<DiagInput()>;
 
 // memlock check used by run/doctor: true when pinning `bytes` is allowed.
 bool memlock_allows(const std::string& limits_text, std::optional<std::uint64_t> cap_eff,

@@ -1,8 +1,5 @@
 #include "core/engine.hpp"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -10,106 +7,7 @@
 #include "base/size.hpp"
 #include "core/progress.hpp"
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-
 namespace rxv {
-
-MappedBuffer::MappedBuffer(std::size_t len) : len_(len) {
-  if (len == 0) return;
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    err_ = errno;
-    len_ = 0;
-    return;
-  }
-  p_ = p;
-}
-MappedBuffer::~MappedBuffer() {
-  if (p_) munmap(p_, len_);
-}
-MappedBuffer::MappedBuffer(MappedBuffer&& o) noexcept : p_(o.p_), len_(o.len_), err_(o.err_) {
-  o.p_ = nullptr;
-  o.len_ = 0;
-}
-MappedBuffer& MappedBuffer::operator=(MappedBuffer&& o) noexcept {
-  if (this != &o) {
-    if (p_) munmap(p_, len_);
-    p_ = o.p_;
-    len_ = o.len_;
-    err_ = o.err_;
-    o.p_ = nullptr;
-    o.len_ = 0;
-  }
-  return *this;
-}
-void MappedBuffer::populate() {
-  if (!p_) return;
-  if (madvise(p_, len_, MADV_POPULATE_WRITE) == 0) return;
-  auto* c = static_cast<volatile unsigned char*>(p_);
-  for (std::size_t i = 0; i < len_; i += 4096) c[i] = 0;
-}
-
-LocalPeer::LocalPeer(Device& dev, std::uint64_t size) : buf_(size) {
-  if (!buf_) {
-    err_ = buf_.error() ? buf_.error() : ENOMEM;
-    return;
-  }
-  buf_.populate();
-  auto r = dev.reg_mr(buf_.data(), buf_.size());
-  mr_ = std::move(r.mr);
-  err_ = r.err;
-}
-std::uint64_t LocalPeer::staging_addr() const { return reinterpret_cast<std::uint64_t>(buf_.data()); }
-std::uint32_t LocalPeer::staging_rkey() const { return mr_ ? mr_->rkey() : 0; }
-Result<void> LocalPeer::fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
-                             std::uint64_t key) {
-  if (st_off + len > buf_.size()) return Error("staging range out of bounds");
-  pattern_fill(buf_.data() + st_off, region_off, len, key);
-  return {};
-}
-VerifyOutcome LocalPeer::verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
-                                std::uint64_t key, const std::vector<KeyCandidate>& candidates,
-                                std::uint64_t region_size) {
-  VerifyOutcome v;
-  if (st_off + len > buf_.size()) {
-    v.ok = false;
-    v.error = "staging range out of bounds";
-    return v;
-  }
-  v.mismatch = pattern_verify(buf_.data() + st_off, region_off, len, key);
-  if (v.mismatch) {
-    v.ok = false;
-    if (explained_ < kMaxExplained) {
-      ++explained_;
-      v.explanation =
-          explain_mismatch(buf_.data() + st_off, region_off, len, *v.mismatch, key, candidates, region_size);
-    } else {
-      v.explanation =
-          "not explained (this peer explained its first " + std::to_string(kMaxExplained) + " mismatches)";
-    }
-  }
-  return v;
-}
-
-std::uint64_t staging_slot_bytes(const RunConfig& c) {
-  if (c.mode == Mode::Full) return std::min<std::uint64_t>(c.msg_size, kMaxMsgSize);
-  return std::min<std::uint64_t>(c.sample_max, kMaxMsgSize) + 64;
-}
-
-unsigned staging_slots(const RunConfig& c) {
-  std::uint64_t by_budget = std::max<std::uint64_t>(2, kStagingBudget / staging_slot_bytes(c));
-  return static_cast<unsigned>(std::min<std::uint64_t>(std::max(1u, c.tx_depth), by_budget));
-}
-
-std::uint64_t staging_bytes_for(const RunConfig& c) { return staging_slot_bytes(c) * staging_slots(c); }
-
-std::chrono::milliseconds op_deadline(const RunConfig& c, std::uint64_t len) {
-  if (c.op_timeout > 0) return std::chrono::milliseconds(static_cast<long long>(c.op_timeout * 1000));
-  double s = 30.0 + static_cast<double>(len) / (4.0 * 1024 * 1024);
-  return std::chrono::milliseconds(static_cast<long long>(s * 1000));
-}
 
 Engine::Engine(Device& dev, QueuePair& qp, Peer& peer, RunConfig cfg, DiagContext ctx)
     : dev_(dev), qp_(qp), peer_(peer), cfg_(cfg), ctx_(std::move(ctx)) {

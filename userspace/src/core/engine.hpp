@@ -17,113 +17,17 @@
 #include <vector>
 
 #include "core/diagnosis.hpp"
+#include "core/local_peer.hpp"
+#include "core/mapped_buffer.hpp"
 #include "core/pattern.hpp"
+#include "core/peer.hpp"
 #include "core/pipeline.hpp"
 #include "core/plan.hpp"
 #include "core/report.hpp"
+#include "core/run_config.hpp"
 #include "sys/verbs.hpp"
 
 namespace rxv {
-
-// Anonymous private mapping owned by RAII.
-class MappedBuffer {
- public:
-  MappedBuffer() = default;
-  explicit MappedBuffer(std::size_t len);
-  ~MappedBuffer();
-  MappedBuffer(MappedBuffer&& o) noexcept;
-  MappedBuffer& operator=(MappedBuffer&& o) noexcept;
-  MappedBuffer(const MappedBuffer&) = delete;
-  MappedBuffer& operator=(const MappedBuffer&) = delete;
-  unsigned char* data() const { return static_cast<unsigned char*>(p_); }
-  std::size_t size() const { return len_; }
-  explicit operator bool() const { return p_ != nullptr; }
-  int error() const { return err_; }
-  // Fault every page in (MADV_POPULATE_WRITE, else touching each page).
-  void populate();
-
- private:
-  void* p_ = nullptr;
-  std::size_t len_ = 0;
-  int err_ = 0;
-};
-
-class Peer {
- public:
-  virtual ~Peer() = default;
-  virtual std::uint64_t staging_addr() const = 0;
-  virtual std::uint32_t staging_rkey() const = 0;
-  virtual std::uint64_t staging_size() const = 0;
-  // Fill staging[st_off, +len) with the pattern of region bytes [region_off, +len); an
-  // error is the peer's or the connection's.
-  virtual Result<void> fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
-                            std::uint64_t key) = 0;
-  virtual VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
-                               std::uint64_t key, const std::vector<KeyCandidate>& candidates,
-                               std::uint64_t region_size) = 0;
-};
-
-// Staging buffer in this process (loopback, and the server side of a two-host run).
-class LocalPeer final : public Peer {
- public:
-  // A run stops at its first mismatch; a peer explains this many and answers the rest
-  // without the search (on `serve` a client could otherwise ask for one search after
-  // another: explain_mismatch costs up to ~10 ms).
-  static constexpr unsigned kMaxExplained = 8;
-  // Registers `size` bytes on dev; check ok()/error().
-  LocalPeer(Device& dev, std::uint64_t size);
-  bool ok() const { return mr_ != nullptr; }
-  int reg_errno() const { return err_; }
-  std::uint64_t staging_addr() const override;
-  std::uint32_t staging_rkey() const override;
-  std::uint64_t staging_size() const override { return buf_.size(); }
-  Result<void> fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
-                    std::uint64_t key) override;
-  VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len, std::uint64_t key,
-                       const std::vector<KeyCandidate>& candidates, std::uint64_t region_size) override;
-
- private:
-  MappedBuffer buf_;
-  std::unique_ptr<MemoryRegion> mr_;
-  int err_ = 0;
-  unsigned explained_ = 0;
-};
-
-struct RunConfig {
-  std::uint64_t offset = 0;
-  Mode mode = Mode::Sampled;
-  std::uint64_t msg_size = 64ull << 20;
-  std::uint64_t sample_max = 1ull << 20;  // largest sampled transfer
-  unsigned passes = 2;
-  std::uint64_t seed = 1;
-  unsigned split = 1;
-  double op_timeout = 0;  // seconds per operation; 0 = automatic
-  bool two_host = false;
-  bool progress = false;
-  unsigned tx_depth = 128;  // WRs in flight per QP (READs also capped by max_rd_atomic)
-  bool overlap = true;      // verify on a checker thread while later transfers run
-  // Timed/counted runs (perftest's -D and -n): after `passes`, more whole passes while
-  // fewer than min_transfers transfers per direction ran, or less than `duration`
-  // seconds went by since the first transfer of the size. 0 = off.
-  double duration = 0;
-  std::uint64_t min_transfers = 0;
-};
-
-// Staging memory (the peer's pinned buffer) is `slots` slots of one transfer each:
-//   slot  = msg-size (full mode) or sample-max + 64 (sampled mode), at most 2 GiB
-//   slots = min(tx-depth, max(2, 16 MiB / slot))
-// so staging = slots x slot: 16 MiB or less for transfers up to 8 MiB, two transfers
-// above that (128 MiB at the default 64 MiB msg-size in full mode).
-inline constexpr std::uint64_t kStagingBudget = 16ull << 20;
-std::uint64_t staging_slot_bytes(const RunConfig& c);
-unsigned staging_slots(const RunConfig& c);
-// Staging bytes the peer needs for a config (slots x slot).
-std::uint64_t staging_bytes_for(const RunConfig& c);
-// Per-operation deadline: explicit, or 30 s + length at 4 MiB/s (slow emulated hosts).
-std::chrono::milliseconds op_deadline(const RunConfig& c, std::uint64_t len);
-
-// Supplies the diagnosis inputs that come from the host (captured when a failure occurs).
-using DiagContext = std::function<DiagInput()>;
 
 // A result for SIZE with its metadata arithmetic filled in and nothing run yet.
 SizeResult planned_result(std::uint64_t size, const RunConfig& cfg);

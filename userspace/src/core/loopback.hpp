@@ -5,7 +5,8 @@
 #include <memory>
 
 #include "base/result.hpp"
-#include "core/engine.hpp"
+#include "core/diagnosis.hpp"
+#include "core/local_peer.hpp"
 #include "sys/verbs.hpp"
 
 namespace rxv {

@@ -16,7 +16,8 @@
 #include <optional>
 #include <string>
 
-#include "core/engine.hpp"
+#include "core/peer.hpp"
+#include "core/run_config.hpp"
 #include "sys/oob_transport.hpp"
 #include "sys/verbs.hpp"
 
