@@ -69,7 +69,11 @@ rxe_kvfix_fedora_like() {
 rxe_kvfix_ubuntu_like() { [[ $(rxe_kvfix_os_ids) == *" ubuntu "* ]]; }
 
 # rxe_kvfix_deb_package RELEASE: "VERSION SOURCE" of the kernel's first installed
-# package (see KERNEL_DEBVER, KERNEL_SRCPKG); nothing when no package installed it
+# package (see KERNEL_DEBVER, KERNEL_SRCPKG); nothing when no package installed it.
+# Installed is any state dpkg has a kernel in while it is there: wanted installed or
+# held (apt-mark hold: h), and installed, unpacked, half-configured (its own hooks run
+# while it is: U, F) or awaiting or pending triggers (W, t); not removed with its
+# configuration kept (rc), half-installed (H) or not installed
 rxe_kvfix_deb_package() {
 	local k=$1 p out st name ver src
 	command -v dpkg-query >/dev/null || return 0
@@ -81,7 +85,7 @@ rxe_kvfix_deb_package() {
 	out=$(dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version} ${source:Package}\n' "${pkgs[@]}" 2>/dev/null || true)
 	for p in "${pkgs[@]}"; do
 		while read -r st name ver src; do
-			if [[ $st == ii && $name == "$p" ]]; then
+			if [[ ${st:0:2} =~ ^[ih][iUFWt]$ && $name == "$p" ]]; then
 				# a package without a Source field (a locally built one) names itself
 				[[ $src != "$name" ]] || src=''
 				printf '%s %s\n' "$ver" "$src"

@@ -6,6 +6,8 @@
 #     N-V-R of Debian, Fedora (+debug), rc and two-part releases; Ubuntu's forms (GA,
 #     lowlatency, a +1 signed upload, HWE ~26.04.1, a cloud kernel) with a fake
 #     dpkg-query, and prepare taking a tree by series alone where only that is known;
+#     a kernel held, half-configured, unpacked or with triggers pending is still
+#     Debian's with its version (the fake's state column);
 #   - the rxe part of a diff (git-style, and dpkg-source format 1.0's);
 #   - the record (kmod/rxe-kvfix-record.sh): a state it does not know is refused;
 #   - rxe-kvfix queue starts rxe-kvfix-fetch@RELEASE.service on the record's state
@@ -83,9 +85,10 @@ linux-headers-7.2.13+deb14-amd64 7.2.13-1 linux
 EOF2
 cat >"$W/ubin/dpkg-query" <<EOF2
 #!/usr/bin/env bash
-# the fake: -W -f FORMAT PACKAGE...: "ii NAME VERSION SOURCE" for the table's packages
+# the fake: -W -f FORMAT PACKAGE...: "STATE NAME VERSION SOURCE" for the table's
+# packages (STATE: the table's fourth column, else ii)
 shift 3
-for p; do awk -v p="\$p" '\$1 == p { print "ii", \$1, \$2, \$3 }' "$W/dpkg.tsv"; done
+for p; do awk -v p="\$p" '\$1 == p { print (\$4 == "" ? "ii" : \$4), \$1, \$2, \$3 }' "$W/dpkg.tsv"; done
 EOF2
 chmod +x "$W/ubin/dpkg-query"
 t_start "kernel identity on Ubuntu: GA, lowlatency, a +1 signed upload, HWE ~26.04.1 and a cloud kernel; Debian beside"
@@ -119,6 +122,37 @@ want='7.0.0-15-generic: ubuntu 7.0.14 exact=1 deb=7.0.0-15.15 src=linux bin=linu
 7.0.0-99-generic: other 7.0.0 exact=1 deb= src= bin=linux-source-7.0 tar=/usr/src/linux-source-7.0.tar 
 7.0.0-15-generic: ubuntu 7.0.14 exact=1 deb=7.0.0-15.15 src=linux bin=linux-source-7.0.0 tar=/usr/src/linux-source-7.0.0/linux-source-7.0.0.tar 7.0.0-15.15
 7.2.13+deb14-amd64: debian 7.2.13 exact=1 deb=7.2.13-1 src=linux bin=linux-source-7.2 tar=/usr/src/linux-source-7.2.tar 7.2.13-1'
+if [[ $out == "$want" ]]; then t_pass; else t_fail "got: $(diff <(echo "$want") <(echo "$out") | tr '\n' '|')"; fi
+
+# a kernel is a kernel in every state dpkg has it in while installed: held (hi, apt-mark
+# hold), half-configured (iF: inside its own postinst's hooks), unpacked (iU: the
+# headers while the image configures), triggers pending (it); not rc (removed, its
+# configuration kept) nor iH (half-installed)
+t_start "kernel identity: a held (hi), half-configured (iF), unpacked (iU) or triggers-pending (it) kernel is Debian's with its version; rc and iH are not"
+cat >>"$W/dpkg.tsv" <<'EOF2'
+linux-headers-7.2.13+deb14-held 7.2.13-1 linux hi
+linux-image-7.2.13+deb14-hook 7.2.13-1 linux iF
+linux-headers-7.2.13+deb14-unpacked 7.2.13-1 linux iU
+linux-image-7.2.13+deb14-trig 7.2.13-1 linux it
+linux-image-7.2.13+deb14-gone 7.2.13-1 linux rc
+linux-image-7.2.13+deb14-broken 7.2.13-1 linux iH
+EOF2
+out=$(
+	# shellcheck source=kmod/rxe-kvfix-lib.sh
+	. "$REPO/kmod/rxe-kvfix-lib.sh"
+	# shellcheck disable=SC2030,SC2031,SC2034 # this subshell's own, read by the library
+	PATH=$W/ubin:$PATH RXE_KVFIX_MODULES_DIR=$W/mods RXE_KVFIX_OS_RELEASE=$W/os-debian
+	for r in held hook unpacked trig gone broken; do
+		rxe_kvfix_kernel "7.2.13+deb14-$r"
+		printf '%s: %s deb=%s src=%s\n' "$r" "$KERNEL_FAMILY" "$KERNEL_DEBVER" "$KERNEL_SRCPKG"
+	done
+)
+want='held: debian deb=7.2.13-1 src=linux
+hook: debian deb=7.2.13-1 src=linux
+unpacked: debian deb=7.2.13-1 src=linux
+trig: debian deb=7.2.13-1 src=linux
+gone: other deb= src=
+broken: other deb= src='
 if [[ $out == "$want" ]]; then t_pass; else t_fail "got: $(diff <(echo "$want") <(echo "$out") | tr '\n' '|')"; fi
 
 t_start "prepare on Ubuntu with only the series known (no headers): a tree of that series taken, one of another series refused in one line"
