@@ -278,8 +278,21 @@ rxe_kbuild_ccache_umount() {
 	rxe_kbuild_ccache_clean "$1"
 }
 
+# The file list is made first and tar copies exactly it (--no-recursion): make check's
+# other stages create and remove their build directories beside the sources
+# (build-sanitize, build-fuzz, build-tidy, ...) while a VM stage copies the checkout:
+# tar reading "." itself then ends in "file changed as we read it", exit 1, and find
+# over "." in "No such file or directory"; so the top level is listed by the shell
+# and only the kept entries are walked.
 rxe_copy_checkout() {
 	mkdir -p "$1/root/rxe-kvfix"
-	tar -C "$REPO_DIR" --exclude=./build --exclude='./build-*' --exclude=./_build \
-		--exclude=./results --exclude=./.git -cf - . | tar -C "$1/root/rxe-kvfix" -xf -
+	(
+		cd "$REPO_DIR" || exit
+		for e in .[!.]* *; do
+			case $e in .git | build | build-* | _build | results) continue ;; esac
+			[[ -e $e || -L $e ]] || continue
+			find "$e" \( -type f -o -type l \) -print0
+		done
+	) |
+		tar -C "$REPO_DIR" --null --no-recursion -T - -cf - | tar -C "$1/root/rxe-kvfix" -xf -
 }
