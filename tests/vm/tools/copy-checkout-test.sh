@@ -43,6 +43,7 @@ nfiles=$(cd "$TMP/src" && find . -path ./build -prune -o -path ./results -prune 
 	done
 ) &
 churn=$!
+# shellcheck disable=SC2034  # read by rxe_copy_checkout (vmhost/lib.sh)
 REPO_DIR=$TMP/src
 fails=0
 for i in 1 2 3 4 5; do
