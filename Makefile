@@ -95,7 +95,7 @@ uninstall:
 # ships or registers the tree first checks that the two agree, and that the tree
 # is whole (kmod/ is what DKMS runs: a partial copy fails late and obscurely).
 # the libraries every kmod/ script reads (through rxe-kvfix-lib.sh), and prepare's halves
-KMOD_LIBS := kmod/rxe-kvfix-kernel.sh kmod/rxe-kvfix-record.sh
+KMOD_LIBS := kmod/rxe-kvfix-kernel.sh kmod/rxe-kvfix-record.sh kmod/rxe-kvfix-lock.sh
 PREPARE_LIBS := kmod/rxe-kvfix-source.sh kmod/rxe-kvfix-memo.sh
 # the fetch's halves, sourced by kmod/rxe-kvfix-fetch
 FETCH_LIBS := kmod/rxe-kvfix-fetch-debian.sh kmod/rxe-kvfix-fetch-fedora.sh

@@ -116,11 +116,14 @@ series_for_class() { # CLASS
 # (/usr/src/rxe-kvfix-VERSION, and DKMS's build copy of it). Fails, naming the
 # file, when it has no such line.
 KVFIX_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# kernel identity and the status record, each decided in its own file
+# kernel identity, the status record and the build lock, each decided in its own file
 # shellcheck source=kmod/rxe-kvfix-kernel.sh
 . "$KVFIX_LIB_DIR/rxe-kvfix-kernel.sh"
 # shellcheck source=kmod/rxe-kvfix-record.sh
 . "$KVFIX_LIB_DIR/rxe-kvfix-record.sh"
+# one build at a time: the host-wide build lock
+# shellcheck source=kmod/rxe-kvfix-lock.sh
+. "$KVFIX_LIB_DIR/rxe-kvfix-lock.sh"
 rxe_kvfix_meta() { # FIELD [FILE]
 	local field=$1 file=${2:-$KVFIX_LIB_DIR/../META} v
 	# the command's copy (/usr/lib/rxe-kvfix/META) has it beside the library

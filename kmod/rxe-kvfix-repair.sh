@@ -49,10 +49,22 @@ repair() {
 		fi
 		return 0
 	fi
-	if [[ ! -e /lib/modules/$k/build/Makefile ]]; then
+	if [[ ! -e ${RXE_KVFIX_MODULES_DIR:-/lib/modules}/$k/build/Makefile ]]; then
 		rxe_kvfix_record "$k" failed "no kernel headers for $k at boot: install them (Debian: apt install linux-headers-$k; Fedora: dnf install kernel-devel-$k); the next boot builds rxe-kvfix"
 		say "$(rxe_kvfix_recorded "$k" message)"
 		return 1
+	fi
+	# one build at a time (kmod/rxe-kvfix-lock.sh), held over the whole dkms run (its
+	# copy into DKMS's build directory, PRE_BUILD, MAKE, the install) and passed down
+	# to PRE_BUILD; a build that ran meanwhile may have done the work
+	if ! rxe_kvfix_lock "$k" "rxe-kvfix repair"; then
+		say "kernel $k: not built now: $KVFIX_LOCK_WHY; run rxe-kvfix repair $k once that build is over"
+		return 1
+	fi
+	if installed_for "$k"; then
+		say "kernel $k: rxe-kvfix was built and installed meanwhile (by the build waited for)"
+		[[ $k != "$running" ]] || reload
+		return 0
 	fi
 	say "kernel $k has no rxe-kvfix module${state:+ (recorded: $state)}: dkms autoinstall -k $k"
 	timeout -k 30 "${RXE_KVFIX_BOOT_TIMEOUT:-1800}" dkms autoinstall -k "$k" || rc=$?
@@ -157,6 +169,11 @@ cmd_fetch() {
 		say "no rxe-kvfix-prepare (neither /usr/src/rxe-kvfix-$VERSION/kmod nor $HERE): reinstall rxe-kvfix-dkms"
 		return "$EX_ENV"
 	}
+	# the fetch writes the cache a build reads: one at a time with the builds
+	if ! rxe_kvfix_lock "$1" "rxe-kvfix fetch"; then
+		say "kernel $1: not fetched now: $KVFIX_LOCK_WHY; run rxe-kvfix fetch $1 once that build is over"
+		return "$EX_FAIL"
+	fi
 	out=$("$prep" --classify "$1") || rc=$?
 	((rc == 0)) || return "$EX_FAIL"
 	read -r _ class provider <<<"$out"

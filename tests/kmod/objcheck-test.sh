@@ -152,7 +152,9 @@ K=9.8.7-objcheck
 mkdir -p "$W/kmod" "$W/kdir" "$W/bin" "$W/state"
 cp "$REPO/META" "$W/"
 cp "$REPO/kmod/rxe-kvfix-dkms-build" "$REPO/kmod/rxe-kvfix-lib.sh" "$REPO/kmod/rxe-kvfix-kernel.sh" \
-	"$REPO/kmod/rxe-kvfix-record.sh" "$REPO/kmod/rxe-kvfix-objcheck" "$W/kmod/"
+	"$REPO/kmod/rxe-kvfix-record.sh" "$REPO/kmod/rxe-kvfix-lock.sh" "$REPO/kmod/rxe-kvfix-objcheck" "$W/kmod/"
+# the build lock (kmod/rxe-kvfix-lock.sh) of this test's own, not the host's
+export RXE_KVFIX_LOCK=$W/rxe-kvfix.lock
 cat >"$W/kmod/rxe-kvfix-prepare" <<EOF
 #!/usr/bin/env bash
 # stand-in for tests/kmod/objcheck-test.sh: prepare [--facts FILE] --out DIR RELEASE
