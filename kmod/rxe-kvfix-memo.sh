@@ -38,6 +38,10 @@ memo_get() { # ARCHIVE -> 0 with $WORK/rxe, $WORK/memo.version and $WORK/memo.ap
 	cp "$MEMO/$key/applied" "$WORK/memo.applied" 2>/dev/null || : >"$WORK/memo.applied"
 	say "rxe source of $1 taken from $MEMO/$key (kept by an earlier build; the archive unchanged)"
 }
+# MEMO_PART: the entry this process is writing, under a name of its own (mktemp -d
+# beside the entries; hidden, so no glob here reads it) and renamed into place whole;
+# prepare's cleanup removes it when the process ends before that
+MEMO_PART=''
 memo_put() { # ARCHIVE VERSION [APPLIED...]: keep $WORK/rxe as it is now
 	local src=$1 v=$2 key e
 	shift 2
@@ -45,11 +49,14 @@ memo_put() { # ARCHIVE VERSION [APPLIED...]: keep $WORK/rxe as it is now
 	[[ -n $key ]] || return 0
 	e=$MEMO/$key
 	{
-		mkdir -p "$e.part" &&
-			tar -cf "$e.part/rxe.tar" -C "$WORK/rxe" . &&
-			printf '%s\n' "$(realpath -- "$src")" >"$e.part/archive" &&
-			printf '%s\n' "$v" >"$e.part/version" &&
-			printf '%s\n' "$@" >"$e.part/applied" &&
-			rm -rf "$e" && mv "$e.part" "$e"
-	} 2>/dev/null || rm -rf "$e.part" 2>/dev/null || true
+		mkdir -p "$MEMO" && MEMO_PART=$(mktemp -d "$MEMO/.$key.XXXXXX") && chmod 0755 "$MEMO_PART" &&
+			tar -cf "$MEMO_PART/rxe.tar" -C "$WORK/rxe" . &&
+			printf '%s\n' "$(realpath -- "$src")" >"$MEMO_PART/archive" &&
+			printf '%s\n' "$v" >"$MEMO_PART/version" &&
+			printf '%s\n' "$@" >"$MEMO_PART/applied" &&
+			rm -rf "$e" && mv -T "$MEMO_PART" "$e" && MEMO_PART=
+	} 2>/dev/null || true
+	# not renamed (another process put the same entry first, or a write failed): dropped
+	[[ -z $MEMO_PART ]] || rm -rf "$MEMO_PART" 2>/dev/null || true
+	MEMO_PART=''
 }
