@@ -21,7 +21,8 @@
 # `modules` target, dkms (status and autoinstall) and logger on PATH. The lock, the
 # dkms-build, the admin command and the fetch are the real scripts.
 #
-# Cost: about 9 s, measured 2026-12-07 (the two fetches' xz of 4 MB dominates).
+# Cost: about 15 s (12-21 s measured 2026-12-07 on the shared 2-core host: the stand-ins'
+# sleeps, 9 s of them, and the two fetches' xz of 2 MB).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
