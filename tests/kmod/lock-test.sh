@@ -13,6 +13,8 @@
 #     %post), building two kernels in one run: its PRE_BUILD keeps the lock until that
 #     dkms exits, its second kernel does not wait for it, and an rxe-kvfix repair
 #     started meanwhile waits for the whole run (DKMS's steps after PRE_BUILD included);
+#   - a lock held past RXE_KVFIX_LOCK_TIMEOUT: the build gives up in that time, not
+#     built (77), its record naming the holder's kernel and PID and what to run;
 #   - two kmod/rxe-kvfix-fetch of the same source at once (--deb, a linux-source .deb made
 #     here with 2 MB of random data in its rxe directory, so that the repacking takes
 #     about a second): both exit 0, the kept file is whole, no temporary file is left.
@@ -21,8 +23,8 @@
 # `modules` target, dkms (status and autoinstall) and logger on PATH. The lock, the
 # dkms-build, the admin command and the fetch are the real scripts.
 #
-# Cost: about 15 s (12-21 s measured 2026-12-07 on the shared 2-core host: the stand-ins'
-# sleeps, 9 s of them, and the two fetches' xz of 2 MB).
+# Cost: about 18 s (14-22 s measured 2026-12-07 on the shared 2-core host: the stand-ins'
+# sleeps, 11 s of them, and the two fetches' xz of 2 MB).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -247,7 +249,35 @@ else
 	fi
 fi
 
-# --- 4. two fetches of the same source at once ---------------------------------------
+# --- 4. a wait that ends ---------------------------------------------------------------
+H=7.1.17-300.fc44.x86_64
+t_start "a build that holds the lock past RXE_KVFIX_LOCK_TIMEOUT (2 s): dkms-build of $H gives up, NOT BUILT (77) with the holder named in its record"
+sleep 60 &
+spid=$!
+flock "$RXE_KVFIX_LOCK" -c "printf '%s 7.0.1-test lock-test holder\\n' $spid >'$RXE_KVFIX_LOCK'; while kill -0 $spid 2>/dev/null; do sleep 0.2; done" &
+hpid=$!
+wait_for "^$spid 7.0.1-test" "$RXE_KVFIX_LOCK" || true
+t0=$(date +%s)
+hrc=0
+RXE_KVFIX_LOCK_TIMEOUT=2 "${BUILD[@]}" "$H" "$W/kdir" >"$W/h.out" 2>&1 || hrc=$?
+secs=$(($(date +%s) - t0))
+kill "$spid" 2>/dev/null || true
+wait "$hpid" 2>/dev/null || true
+msg=$(sed -n 's/^message=//p' "$W/state/status/$H" 2>/dev/null)
+if ((hrc != 77)); then
+	t_fail "exit $hrc after ${secs}s, expected 77 (not built): $(oneline "$W/h.out")"
+elif ((secs > 10)); then
+	t_fail "it gave up after ${secs}s, not after the 2 s asked"
+elif [[ $msg != "not built now: the build of 7.0.1-test by PID $spid held the lock $RXE_KVFIX_LOCK for more than 2 s (RXE_KVFIX_LOCK_TIMEOUT); run rxe-kvfix repair $H once that build is over" ]]; then
+	t_fail "the record's message: '$msg'"
+elif ! grep -qF "waiting for the build of 7.0.1-test by PID $spid (lock-test holder) to end (lock $RXE_KVFIX_LOCK; at most 2 s)" "$W/h.out"; then
+	t_fail "no wait line naming the holder: $(oneline "$W/h.out")"
+else
+	t_pass
+	printf '     %s\n' "$msg"
+fi
+
+# --- 5. two fetches of the same source at once ---------------------------------------
 t_start "two rxe-kvfix-fetch --deb of the same linux-source .deb at once: both exit 0, the kept file whole, no temporary file left"
 K=7.2.13+deb14-amd64 V=7.2.13-1
 src=$W/deb/src/linux-source-7.2
