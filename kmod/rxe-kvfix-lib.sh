@@ -110,7 +110,8 @@ series_for_class() { # CLASS
 	esac
 }
 
-# rxe_kvfix_meta FIELD [FILE]: the value of FIELD (Name, Version, Release) in
+# rxe_kvfix_meta FIELD [FILE]: the value of FIELD (Name, Version, Release,
+# DKMS-Minimum: the oldest DKMS the packages depend on) in
 # META, the one file that says rxe-kvfix's version. FILE defaults to the META
 # beside this library's kmod/: the checkout's, or the DKMS tree's
 # (/usr/src/rxe-kvfix-VERSION, and DKMS's build copy of it). Fails, naming the
