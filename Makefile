@@ -18,10 +18,18 @@
 #   make check                every test (what CI runs)
 #   make check-quick          the day-to-day subset (one kernel)
 #   make check-debug          the fix under KASAN, kmemleak, lockdep, fault injection (a debug kernel, VM)
+#   make check-tree           the tree is whole and dkms.conf's version is META's
+#   make dkms-src             the DKMS source tree into DESTDIR/usr/src/rxe-kvfix-VERSION
+#   make hooks-install / hooks-uninstall   the kernel hooks, boot units and admin command
+#   make clean                remove the build output (_build, build)
+#   make help                 this text
 #
 # Variables: KVER, KDIR (kbuild dir, default /lib/modules/KVER/build),
 # KERNEL_TREE / CACHE_DIR / SRPM (source providers, see kmod/rxe-kvfix-prepare),
-# DESTDIR.
+# DESTDIR, BUILD_DIR (make's module build, default _build/KVER), CMAKE_BUILD_DIR
+# (default build), SBINDIR, SYSTEMD_UNITDIR, SYSTEMD_PRESETDIR (install paths),
+# DIST_DIR, PKG_DIR (dist and package output), PERFTEST_SRC, BENCH_PARTS, BENCH_OUT,
+# BENCH_UPGRADE_OUT (make bench, bench-upgrade).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
