@@ -33,6 +33,8 @@ RXE_PROG=lock-test
 export RXE_PROG
 # shellcheck source=tests/testlib.sh
 . "$REPO/tests/testlib.sh"
+# shellcheck source=tests/kmod/standin-lib.sh
+. "$HERE/standin-lib.sh"
 t_suite kmod-lock
 
 usage() { echo "Usage: tests/kmod/lock-test.sh   (host only: flock, dpkg-deb, xz; root for the repair case)"; }
@@ -65,26 +67,15 @@ ORDER=$W/order
 mkdir -p "$W/kmod" "$W/kdir" "$W/bin" "$W/state" "$W/run" "$W/mods"
 cp "$REPO/META" "$W/"
 cp "$REPO/kmod/rxe-kvfix-dkms-build" "$REPO/kmod/rxe-kvfix" "$REPO"/kmod/*.sh "$W/kmod/"
-cat >"$W/kmod/rxe-kvfix-prepare" <<EOF
-#!/usr/bin/env bash
-# stand-in for tests/kmod/lock-test.sh: prepare [--facts FILE] --out DIR RELEASE; records
-# its start in the order file and takes 1 s, as a real prepare takes its time
-set -euo pipefail
-out='' rel=''
-while ((\$#)); do
-	case \$1 in
-	--out) out=\$2; shift ;;
-	--facts) shift ;;
-	*) rel=\$1 ;;
-	esac
-	shift
-done
+standin_prepare "$W/kmod/rxe-kvfix-prepare" "lock-test.sh; records its start in the order file and takes 1 s, as a real prepare takes its time" "$(
+	cat <<EOF
 echo "start \$rel" >>"$ORDER"
 rm -rf "\$out"
 mkdir -p "\$out"
 sleep 1
 echo "kernel=\$rel provider=test class=affected-kcalloc source=lock-test stand-in" >"\$out/rxe-kvfix-source.txt"
 EOF
+)"
 chmod +x "$W/kmod/rxe-kvfix-prepare"
 # the kernel build directory's modules target: the module made, the end recorded
 # shellcheck disable=SC2016  # $(M) and $(KERNELRELEASE) are make's

@@ -34,6 +34,8 @@ RXE_PROG=objcheck-test
 export RXE_PROG
 # shellcheck source=tests/testlib.sh
 . "$REPO/tests/testlib.sh"
+# shellcheck source=tests/kmod/standin-lib.sh
+. "$HERE/standin-lib.sh"
 t_suite kmod-objcheck
 OBJCHECK=$REPO/kmod/rxe-kvfix-objcheck
 
@@ -155,23 +157,13 @@ cp "$REPO/kmod/rxe-kvfix-dkms-build" "$REPO/kmod/rxe-kvfix-lib.sh" "$REPO/kmod/r
 	"$REPO/kmod/rxe-kvfix-record.sh" "$REPO/kmod/rxe-kvfix-lock.sh" "$REPO/kmod/rxe-kvfix-objcheck" "$W/kmod/"
 # the build lock (kmod/rxe-kvfix-lock.sh) of this test's own, not the host's
 export RXE_KVFIX_LOCK=$W/rxe-kvfix.lock
-cat >"$W/kmod/rxe-kvfix-prepare" <<EOF
-#!/usr/bin/env bash
-# stand-in for tests/kmod/objcheck-test.sh: prepare [--facts FILE] --out DIR RELEASE
-set -euo pipefail
-out='' rel=''
-while ((\$#)); do
-	case \$1 in
-	--out) out=\$2; shift ;;
-	--facts) shift ;;
-	*) rel=\$1 ;;
-	esac
-	shift
-done
+standin_prepare "$W/kmod/rxe-kvfix-prepare" "objcheck-test.sh" "$(
+	cat <<EOF
 mkdir -p "\$out"
 cp "$W/mr.c" "\$out/rxe_mr.c"
 echo "kernel=\$rel provider=test class=affected-kcalloc source=objcheck-test stand-in" >"\$out/rxe-kvfix-source.txt"
 EOF
+)"
 # shellcheck disable=SC2016  # $(M) is make's
 printf 'modules:\n\tcp %s $(M)/rdma_rxe.ko\n' "$W/module.o" >"$W/kdir/Makefile"
 printf '#!/bin/sh\necho "$*" >>%s\n' "$W/logger.log" >"$W/bin/logger"
