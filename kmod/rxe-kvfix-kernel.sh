@@ -82,7 +82,8 @@ rxe_kvfix_deb_package() {
 		"linux-image-$k-unsigned" "linux-image-$k")
 	# one dpkg-query for all (it lists them sorted by name), then the first
 	# installed one in the order above
-	out=$(dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version} ${source:Package}\n' "${pkgs[@]}" 2>/dev/null || true)
+	# (LC_ALL=C: sourced by callers that do not set it; the fields are read)
+	out=$(LC_ALL=C dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version} ${source:Package}\n' "${pkgs[@]}" 2>/dev/null || true)
 	for p in "${pkgs[@]}"; do
 		while read -r st name ver src; do
 			if [[ ${st:0:2} =~ ^[ih][iUFWt]$ && $name == "$p" ]]; then

@@ -298,7 +298,9 @@ rxe_kvfix_extract_rxe() {
 	local src=$1 dest=$2 filter=${3:-} opt=() err rc=0 mr
 	[[ -z $filter ]] || opt=(--"$filter")
 	mkdir -p "$dest" || return 1
-	err=$(tar -x -f "$src" "${opt[@]}" -C "$dest" --wildcards --no-wildcards-match-slash \
+	# LC_ALL=C: its messages are matched below, and this library is sourced by
+	# callers that do not set it (patches/validate, vmhost)
+	err=$(LC_ALL=C tar -x -f "$src" "${opt[@]}" -C "$dest" --wildcards --no-wildcards-match-slash \
 		'*/drivers/infiniband/sw/rxe/*' '*/Makefile' 2>&1) || rc=$?
 	mr=$(find "$dest" -path '*/drivers/infiniband/sw/rxe/rxe_mr.c' -print -quit)
 	if ((rc != 0)); then

@@ -6,8 +6,9 @@
 #
 #   in-root-fetch.sh SRC
 #
-# Cost: about 60 s (one 160 MB upstream tarball from the archive, four private
-# index updates of ~35 MB each).
+# Cost: about 70 s (one 160 MB upstream tarball from the archive, five private
+# index updates of ~35 MB each; the translated-locale case 9 s of it: 3 s to make
+# the locale, 6 s its fetch).
 set -euo pipefail
 
 usage() { echo "Usage: in-root-fetch.sh SRC"; }
@@ -185,9 +186,39 @@ run_case "local repository: a file whose hash does not match the index: refused,
 	"$PREP" --out /tmp/out4 "$K4"
 t_check "local repository: hash mismatch: nothing left in $CACHE" test -z "$(ls -A "$CACHE")"
 dpkg -P "linux-headers-$K4" >/dev/null
+
+# 5. a host whose locale is German: apt answers in German (its own translations,
+# /usr/share/locale/de/LC_MESSAGES/apt.mo, are in the root), and the fetch still
+# tells "not served as linux-source-9.8" from a failure and takes the source
+# package. The root has no locale but C.UTF-8: de_DE.UTF-8 is made here, inside
+# this overlay only, from locale sources (the root's, or the host's that
+# tests/kmod/run copies to /root/i18n).
+de_env=(env -u LC_ALL LANG=de_DE.UTF-8 LANGUAGE=de)
+i18n=/usr/share/i18n
+[[ -f $i18n/locales/de_DE ]] || i18n=/root/i18n
+t_start "translated locale: de_DE.UTF-8 made in this overlay, apt answers in German"
+if [[ ! -f /usr/share/locale/de/LC_MESSAGES/apt.mo ]]; then
+	t_fail "the root has no apt.mo for de: the case below could not fail"
+elif [[ ! -f $i18n/locales/de_DE ]]; then
+	t_fail "no locale sources (neither the root's /usr/share/i18n nor the host's): install locales on the host"
+elif ! err=$(I18NPATH=$i18n localedef -i de_DE -f UTF-8 de_DE.UTF-8 2>&1); then
+	t_fail "localedef de_DE.UTF-8: $(tail -n1 <<<"$err")"
+elif de=$("${de_env[@]}" apt-get download rxe-kvfix-no-such-package 2>&1) || [[ $de == *'Unable to locate'* || $de != E:* ]]; then
+	t_fail "apt still answers in English under LANG=de_DE.UTF-8: $de"
+else
+	t_pass
+	echo "     apt: $de"
+fi
+K5=9.8.1-rxetest-de
+t_fake_headers_deb "$K5" 9.8.1-1
+run_case "local repository, translated locale (LANG=de_DE.UTF-8 LANGUAGE=de): not served as linux-source-9.8, fetched as the source package" 0 \
+	"^$K5 affected-kzalloc_objs fetch\$" "${de_env[@]}" "$PREP" --classify --out /tmp/out5 "$K5"
+dpkg -P "linux-headers-$K5" >/dev/null
+"$HOOK" postrm "$K5"
+
 rm -f /etc/apt/sources.list.d/rxe-test-local.sources
 
-# 5. usage: exit 2 and one line
+# 6. usage: exit 2 and one line
 run_case "fetch: no arguments" 2 'needs KERNELRELEASE and VERSION' "$FETCH"
 run_case "fetch: a version that is not one" 2 "is not a Debian package version" "$FETCH" 7.1.13+deb13-amd64 'x y'
 run_case "fetch: --tree on a non-empty directory" 2 "exists and is not an empty directory" "$FETCH" --tree "$SRC" 7.1.13+deb13-amd64 7.1.13-1
