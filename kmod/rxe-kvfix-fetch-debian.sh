@@ -13,7 +13,9 @@
 #      few series; Ubuntu's HWE source packages build none), the source package of
 #      VERSION (KERNEL_SRCPKG: linux, or e.g. linux-hwe-7.0) from the source archive:
 #      a private deb-src list made from this host's own apt sources, with its own
-#      lists directory (the host's lists are never updated), then
+#      lists directory (the host's lists are never updated; a source it cannot
+#      read, such as a third party's without a Release file, is ignored when
+#      another one's signed index holds VERSION), then
 #      apt-get source --download-only, each file checked against the SHA-256 of the
 #      signed Sources index. Debian's patches (debian/patches/series, format 3.0)
 #      or Ubuntu's diff (the .diff.gz of format 1.0, which carries the stable
@@ -32,6 +34,17 @@ apt_err() {
 	else
 		grep -E '^(E|Err):|Hash Sum mismatch|unexpected size' "$1" | tail -n1 | sed -E 's#[a-z]+://[^ ]*/##g' | cut -c1-200
 	fi
+}
+# apt_unread LOG: the sources an apt-get update could not read, from its "Err:N
+# SOURCE FILE" lines and the reason under each, as "SOURCE FILE: REASON; ...":
+# first those whose index failed (their Release was read: an archive that is
+# there), then those whose Release failed (none there, or unreachable)
+apt_unread() {
+	awk '/^Err:[0-9]+ / { n = $1; sub(/^Err:[0-9]+ /, ""); what = $0; getline r
+			if (seen[n]++) next
+			sub(/^ +/, "", r); sub(/ - .*/, "", r); sub(/ *\[IP:[^]]*\]/, "", r)
+			print (what ~ /(In)?Release$/ ? 1 : 0) "\t" what ": " r }' "$1" |
+		sort -s -t$'\t' -k1,1 | cut -f2 | paste -sd';' - | sed 's/;/; /g' | cut -c1-400
 }
 not_found() { grep -qE "Can't find a source to download version|Version '.*' for '.*' was not found|Unable to locate package|Couldn't find any package by|Unable to find a source package" "$1"; }
 
@@ -96,7 +109,11 @@ verified=$VERIFIED"
 
 # --- 2. the source package linux, from the source archive ---------------------
 # private_sources DIR: this host's apt sources (one-line and deb822), each deb
-# entry turned into deb-src, in DIR/sources.list and DIR/sources.list.d/
+# entry turned into deb-src, in DIR/sources.list and DIR/sources.list.d/. All of
+# them, not only those whose Release names the distribution as its origin: a
+# kernel's source package may come from a mirror or local archive without one, a
+# derivative's or a PPA's; which source holds it is told by the signed indexes
+# read (from_archive), and one that cannot be read is then no reason to fail.
 private_sources() {
 	local dir=$1 sl sp f
 	eval "$(apt-config shell sl Dir::Etc::SourceList/f sp Dir::Etc::SourceParts/d)"
@@ -133,18 +150,25 @@ from_archive() {
 		-o "APT::Sandbox::User=root")
 	mkdir -p "$a/lists/partial" "$a/cache/archives/partial" "$d"
 	say "no $KERNEL_SRCBIN=$VER in this host's archive: source package $SRCPKG=$VER from the source archive"
+	# One source that cannot be read (a third party's without a Release file or
+	# unreachable) fails the whole update, but apt still reads every other one: the
+	# update's status decides nothing; the signed index that holds the exact
+	# version does. Only when no source read holds it is apt's error the cause.
 	timeout -k 10 "$TIMEOUT" apt-get "${APTO[@]}" -q update >"$WORK/upd.log" 2>&1 || rc=$?
-	if ((rc != 0)); then
-		cat "$WORK/upd.log" >&2
-		fail "cannot read the source archive's index ($(apt_err "$WORK/upd.log"))" "$remedy"
-	fi
+	((rc != 124 && rc != 137)) ||
+		fail "apt-get update of the source archive's index did not finish in $TIMEOUT s (fetch_timeout)" "$remedy"
 	# the stanza of exactly VERSION: its files and their SHA-256 from the signed index
 	apt-cache "${APTO[@]}" showsrc --only-source "$SRCPKG" 2>/dev/null |
 		awk -v v="$VER" 'BEGIN { RS = "" } index($0, "\nVersion: " v "\n") { print; exit }' >"$WORK/stanza" || true
 	if [[ ! -s $WORK/stanza ]]; then
+		if ((rc != 0)); then
+			cat "$WORK/upd.log" >&2
+			fail "cannot read the source archive's index: no source apt read indexes the source package $SRCPKG $VER, and it could not read $(apt_unread "$WORK/upd.log" | grep . || apt_err "$WORK/upd.log")" "$remedy"
+		fi
 		fail "the archive this host's apt knows serves neither $KERNEL_SRCBIN=$VER nor the source package $SRCPKG $VER" \
 			"$remedy"
 	fi
+	((rc == 0)) || say "ignored what apt could not read ($(apt_unread "$WORK/upd.log" | grep . || apt_err "$WORK/upd.log")): $SRCPKG $VER is in the signed index of a source it read"
 	awk '/^Checksums-Sha256:/ { on = 1; next } /^[^ ]/ { on = 0 } on && NF == 3 { print $1, $2, $3 }' \
 		"$WORK/stanza" >"$WORK/sums"
 	say "apt-get source --download-only $SRCPKG=$VER"

@@ -6,9 +6,10 @@
 #
 #   in-root-fetch.sh SRC
 #
-# Cost: about 70 s (one 160 MB upstream tarball from the archive, five private
+# Cost: about 90 s (one 160 MB upstream tarball from the archive, eight private
 # index updates of ~35 MB each; the translated-locale case 9 s of it: 3 s to make
-# the locale, 6 s its fetch).
+# the locale, 6 s its fetch; the broken third-party sources 20 s: 12 s the fetch
+# beside them, 8 s the needed source unreadable).
 set -euo pipefail
 
 usage() { echo "Usage: in-root-fetch.sh SRC"; }
@@ -216,9 +217,34 @@ run_case "local repository, translated locale (LANG=de_DE.UTF-8 LANGUAGE=de): no
 dpkg -P "linux-headers-$K5" >/dev/null
 "$HOOK" postrm "$K5"
 
-rm -f /etc/apt/sources.list.d/rxe-test-local.sources
+# 6. a broken third-party apt source beside the local repository: a flat one without
+# a Release file (an empty directory) and one where nothing listens (127.0.0.1, a
+# port checked closed): the private index update fails for them, the fetch succeeds
+port=9
+while (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+mkdir -p /srv/rxe-test-empty
+printf 'Types: deb\nURIs: file:/srv/rxe-test-empty\nSuites: ./\n\nTypes: deb\nURIs: http://127.0.0.1:%s/debian\nSuites: sid\nComponents: main\n' \
+	"$port" >/etc/apt/sources.list.d/rxe-test-broken.sources
+K6=9.8.1-rxetest-b
+t_fake_headers_deb "$K6" 9.8.1-1
+run_case "local repository beside broken third-party sources (no Release file; 127.0.0.1:$port closed): fetched" 0 \
+	"^$K6 affected-kzalloc_objs fetch\$" "$PREP" --classify --out /tmp/out6 "$K6"
+t_check "broken third-party sources: the kept source's provenance is the local repository's" \
+	grep -qx 'debian=linux_9.8.1-1.debian.tar.xz: 1 of the 2 patches of debian/patches/series touch drivers/infiniband/sw/rxe, applied' \
+	"$CACHE/linux-source-9.8_9.8.1-1.tar.xz.provenance"
+"$HOOK" postrm "$K6"
+# 7. and when the source that indexes the kernel is the one that fails (its Sources
+# gone), the one line names that failure first, then the third parties'
+mv "$R/Sources" "$R/Sources.away"
+run_case "broken third-party sources and the needed one unreadable: one line naming the needed one's failure first" fail \
+	"error: cannot read the source archive's index: no source apt read indexes the source package linux 9\\.8\\.1-1, and it could not read file:$R \\./ Sources: File not found; file:/srv/rxe-test-empty \\./ Release: File not found; .*127\\.0\\.0\\.1:$port.*; put the kernel's source tarball" \
+	"$FETCH" "$K6" 9.8.1-1
+mv "$R/Sources.away" "$R/Sources"
+dpkg -P "linux-headers-$K6" >/dev/null
+t_check "needed source unreadable: nothing left in $CACHE" test -z "$(ls -A "$CACHE")"
+rm -f /etc/apt/sources.list.d/rxe-test-local.sources /etc/apt/sources.list.d/rxe-test-broken.sources
 
-# 6. usage: exit 2 and one line
+# 8. usage: exit 2 and one line
 run_case "fetch: no arguments" 2 'needs KERNELRELEASE and VERSION' "$FETCH"
 run_case "fetch: a version that is not one" 2 "is not a Debian package version" "$FETCH" 7.1.13+deb13-amd64 'x y'
 run_case "fetch: --tree on a non-empty directory" 2 "exists and is not an empty directory" "$FETCH" --tree "$SRC" 7.1.13+deb13-amd64 7.1.13-1
