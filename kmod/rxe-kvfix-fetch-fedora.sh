@@ -26,6 +26,21 @@ from_fedora() {
 	say "$dnf ${args[*]} kernel-$VER"
 	timeout -k 10 "$TIMEOUT" "$dnf" "${args[@]}" --destdir "$d" "kernel-$VER" >"$WORK/dnf.log" 2>&1 || rc=$?
 	srpm=$(find "$d" -maxdepth 1 -name 'kernel-*.src.rpm' -print -quit)
+	# A repository dnf cannot read (a third party's without metadata, one that
+	# does not answer) stops the whole command where it is not marked
+	# skip_if_unavailable (Fedora's own repositories say False): then once more
+	# with every repository that cannot be read skipped (--setopt, a repository
+	# glob, dnf5 and dnf4 alike), so that one serving the source RPM still serves
+	# it; the first run's line names what could not be read.
+	local unread=''
+	if [[ -z $srpm ]] && ((rc != 124 && rc != 137)) &&
+		unread=$(grep -m1 'Failed to download metadata' "$WORK/dnf.log" | sed -E 's#[a-z]+://[^ ]*/##g' | cut -c1-200); then
+		cat "$WORK/dnf.log" >&2
+		say "$dnf could not read a repository ($unread): again, skipping those it cannot read"
+		rc=0
+		timeout -k 10 "$TIMEOUT" "$dnf" "${args[@]}" --setopt='*.skip_if_unavailable=True' --destdir "$d" "kernel-$VER" >"$WORK/dnf.log" 2>&1 || rc=$?
+		srpm=$(find "$d" -maxdepth 1 -name 'kernel-*.src.rpm' -print -quit)
+	fi
 	if ((rc != 0)) || [[ -z $srpm ]]; then
 		cat "$WORK/dnf.log" >&2
 		((rc != 124 && rc != 137)) || fail "$dnf download of kernel-$VER did not finish in $TIMEOUT s (fetch_timeout)" "$remedy"
@@ -35,8 +50,10 @@ from_fedora() {
 		# (dnf5 exits 0 having downloaded nothing when the package's source
 		# repository is gone)
 		((rc != 0)) || err="it exited 0 but downloaded no source RPM: no reachable repository serves it"
+		[[ -z $unread ]] || err+="; it could not read: $unread"
 		fail "$dnf ${args[*]} kernel-$VER failed (${err:-exit $rc, no message})" "$remedy"
 	fi
+	[[ -z $unread ]] || say "ignored the repositories $dnf could not read: kernel-$VER came from one it read"
 	# shellcheck disable=SC2034  # T1: read by stats (kmod/rxe-kvfix-fetch)
 	T1=$(date +%s.%N) BYTES=$(stat -c %s "$srpm")
 	# dnf checked the file against the repository's metadata; rpm's own digests

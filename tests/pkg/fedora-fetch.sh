@@ -22,7 +22,8 @@
 #      (rpmkeys --checksig refuses them), a truncated one the metadata does not
 #      describe (dnf or rpmkeys refuses it), one signed with a key rpm does not trust
 #      (signature NOT OK), then the same with the key imported (accepted): each
-#      failure one line naming what to do, nothing kept in the cache
+#      failure one line naming what to do, nothing kept in the cache; then
+#      broken third-party repositories beside it: still fetched
 #   5. dnf5 remove of the kernel package: its %preun kernel-install remove exits 0,
 #      later plugins ran, rxe-kvfix's record and kept source of that kernel are gone
 #
@@ -302,6 +303,29 @@ else
 fi
 serve "$W/good.src.rpm"
 rm -rf "$MNT/var/tmp/rxe-bad-cache" "$MNT/var/tmp/rxe-test-key.asc"
+
+# --- 4b. broken third-party repositories beside the one that serves it -----------
+# one without metadata (an empty directory), one nothing answers for (127.0.0.1, a
+# port checked closed); skip_if_unavailable=False said per repository, as a third
+# party's repository inherits it from Fedora's dnf5 (Debian's dnf.conf says True)
+port=9
+while (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+mkdir -p "$MNT/srv/rxe-test-empty-repo"
+printf '[rxe-third-party]\nname=a third party repository without metadata\nbaseurl=file:///srv/rxe-test-empty-repo\ngpgcheck=0\nskip_if_unavailable=False\n\n[rxe-third-party-net]\nname=a third party repository nothing answers for\nbaseurl=http://127.0.0.1:%s/repo\ngpgcheck=0\nskip_if_unavailable=False\n' \
+	"$port" >"$MNT/etc/yum.repos.d/rxe-third-party.repo"
+t_start "$F: broken third-party repositories (no metadata; 127.0.0.1:$port closed) beside the one serving it: rxe-kvfix-fetch --fedora still fetches kernel-$UP"
+in_ct dnf5 -q clean all >/dev/null 2>&1 || true
+rm -rf "$MNT/var/tmp/rxe-bad-cache"
+rc=0
+out=$(in_ct "$FETCH" --fedora --cache /var/tmp/rxe-bad-cache "$B" "$UP" 2>&1) || rc=$?
+if ((rc == 0)) && [[ -f $MNT/var/tmp/rxe-bad-cache/kernel-$UP.rxe.tar.xz ]] && grep -q 'ignored the repositories dnf5 could not read' <<<"$out"; then
+	t_pass
+	grep -m1 'could not read a repository' <<<"$out" | sed -E 's#/srv/[^ ]*#<repo>#g' | cut -c1-300 | sed 's/^/     /'
+else
+	t_fail "exit $rc: $(grep '^rxe-kvfix-fetch:' <<<"$out" | tail -n2 | tr '\n' ' ' | cut -c1-400)"
+fi
+rm -rf "$MNT/var/tmp/rxe-bad-cache" "$MNT/srv/rxe-test-empty-repo" "$MNT/etc/yum.repos.d/rxe-third-party.repo"
+in_ct dnf5 -q clean all >/dev/null 2>&1 || true
 
 # --- 5. the kernel removed: its record and kept source forgotten ------------------
 t_start "$F: dnf5 remove kernel-$NVR: its %preun kernel-install remove $B exits 0, every plugin after ours runs, its record and kept source are gone"
