@@ -86,16 +86,43 @@ repair() {
 	return 1
 }
 
+# rpm_lock_held: a process holds rpm's transaction lock (%_rpmlock_path, a POSIX
+# write lock on DBPATH/.rpm.lock while any rpm transaction runs), whatever its name:
+# PackageKit's packagekitd (GNOME Software, Cockpit, offline updates), dnf5daemon-server,
+# dnf-automatic, or a command-line package manager. RXE_KVFIX_RPMLOCK: a test hook.
+rpm_lock_held() {
+	local f dev ino maj min
+	f=${RXE_KVFIX_RPMLOCK:-$(rpm --eval '%{_rpmlock_path}' 2>/dev/null || true)}
+	[[ -n $f && $f != *%* && -e $f ]] || return 1
+	read -r dev ino < <(stat -Lc '%D %i' "$f" 2>/dev/null) || return 1
+	dev=$((16#$dev))
+	maj=$(((dev >> 8) & 0xfff)) min=$(((dev & 0xff) | ((dev >> 12) & 0xfff00)))
+	# /proc/locks: "N: POSIX ADVISORY WRITE PID MAJ:MIN:INODE START END" (hex MAJ:MIN)
+	awk -v id="$(printf '%02x:%02x:%s' "$maj" "$min" "$ino")" \
+		'$2 == "POSIX" && $4 == "WRITE" && $6 == id { found = 1 } END { exit !found }' /proc/locks 2>/dev/null
+}
+
+# package_manager_busy: a package manager runs: one of the command-line ones by name,
+# or anything holding rpm's transaction lock (rpm_lock_held)
+package_manager_busy() {
+	pgrep -x 'dnf|dnf5|dnf-3|yum|rpm|microdnf|rpm-ostree|dnf-automatic' >/dev/null 2>&1 || rpm_lock_held
+}
+
 # after_transaction RELEASE (rxe-kvfix-fetch@.service): wait until no package
 # manager runs (the transaction that installed the kernel is over; at most
-# RXE_KVFIX_WAIT_TIMEOUT s, default 1800), then repair RELEASE
+# RXE_KVFIX_WAIT_TIMEOUT s, default 1800), then repair RELEASE, unless that
+# transaction (or one after it) removed rxe-kvfix from DKMS meanwhile
 after_transaction() {
 	local waited=0 limit=${RXE_KVFIX_WAIT_TIMEOUT:-1800}
-	while pgrep -x 'dnf|dnf5|dnf-3|yum|rpm|microdnf|rpm-ostree' >/dev/null 2>&1 && ((waited < limit)); do
+	while package_manager_busy && ((waited < limit)); do
 		((waited % 60 != 0)) || say "waiting for the package transaction to end (${waited}s)"
 		sleep 5
 		waited=$((waited + 5))
 	done
+	if ! command -v dkms >/dev/null || [[ -z $(dkms status -m rxe-kvfix 2>/dev/null || true) ]]; then
+		say "rxe-kvfix was removed while this waited for the package transaction: nothing to build for $1"
+		return 0
+	fi
 	repair "$1"
 }
 
