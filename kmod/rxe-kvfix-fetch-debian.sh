@@ -289,10 +289,13 @@ debian_diff() {
 		DEBIAN_APPLIED="the whole diff applied"
 		return 0
 	fi
-	zcat "$gz" | rxe_kvfix_rxe_diff >"$WORK/rxe.diff" ||
+	# the top Makefile's hunks too: the orig is the X.Y release (SUBLEVEL = 0) and the
+	# diff moves SUBLEVEL to the stable update the kernel is (e.g. 7.0.14), which is
+	# what the kept source's version must say
+	zcat "$gz" | rxe_kvfix_rxe_diff --with-makefile >"$WORK/rxe.diff" ||
 		fail "cannot read $(basename "$gz") (corrupt?)" "run apt-get clean, $AGAIN"
-	n=$(grep -c '^+++ ' "$WORK/rxe.diff" || true)
-	if ((n > 0)); then
+	n=$(grep -c "^+++ [^/]*/$DRIVER_DIR/" "$WORK/rxe.diff" || true)
+	if [[ -s $WORK/rxe.diff ]]; then
 		patch -d "$top" -p1 --batch --forward --no-backup-if-mismatch -s <"$WORK/rxe.diff" >/dev/null ||
 			fail "the rxe part of $(basename "$gz") does not apply to its source" "report it"
 	fi
@@ -301,4 +304,6 @@ debian_diff() {
 	else
 		DEBIAN_APPLIED="no file of $DRIVER_DIR changed by it"
 	fi
+	! grep -qE '^\+\+\+ [^/]*/Makefile([[:space:]]|$)' "$WORK/rxe.diff" ||
+		DEBIAN_APPLIED+="; the top Makefile's version from it: $(rxe_kvfix_tree_version "$top")"
 }

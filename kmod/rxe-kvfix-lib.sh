@@ -222,16 +222,30 @@ rxe_kvfix_tar_filter() {
 	case $1 in *.xz) echo xz ;; *.zst) echo zstd ;; *.bz2) echo bzip2 ;; *) echo gzip ;; esac
 }
 
-# rxe_kvfix_rxe_diff < PATCH: the parts of a unified diff that touch
-# drivers/infiniband/sw/rxe/: a git-style one (a "diff " line per file) or one with
-# "--- "/"+++ " headers alone (dpkg-source's format 1.0 .diff.gz). Hunks are counted,
-# so a removed line that starts with "-- " is never taken for a file's header.
+# rxe_kvfix_rxe_diff [--with-makefile] < PATCH: the parts of a unified diff that touch
+# drivers/infiniband/sw/rxe/ (and, with --with-makefile, the top Makefile, whose
+# VERSION/PATCHLEVEL/SUBLEVEL a diff over an X.Y tarball moves: Ubuntu's .diff.gz):
+# a git-style one (a "diff " line per file decides) or one with "--- "/"+++ " headers
+# alone (dpkg-source's format 1.0 .diff.gz). A file created by the diff ("--- /dev/null")
+# is decided by its "+++ " line. Hunks are counted, so a removed line that starts with
+# "-- " is never taken for a file's header.
 rxe_kvfix_rxe_diff() {
-	awk -v d="drivers/infiniband/sw/rxe/" '
+	local mk=0
+	[[ ${1:-} != --with-makefile ]] || mk=1
+	awk -v d="drivers/infiniband/sw/rxe/" -v mk="$mk" '
 		function count(s, sign,   a) {
 			if (!match(s, sign "[0-9]+(,[0-9]+)?")) return 1
 			a = substr(s, RSTART + 1, RLENGTH - 1)
 			return index(a, ",") ? substr(a, index(a, ",") + 1) + 0 : 1
+		}
+		# sel(LINE): the header LINE names a file to keep
+		function sel(s,   f, n, p) {
+			if (index(s, d)) return 1
+			if (!mk) return 0
+			n = split(s, f, /[ \t]+/)
+			p = (f[1] == "diff") ? f[n] : f[2]
+			sub(/^[^\/]*\//, "", p)
+			return p == "Makefile"
 		}
 		ol > 0 || nl > 0 {
 			c = substr($0, 1, 1)
@@ -239,8 +253,16 @@ rxe_kvfix_rxe_diff() {
 			if (keep) print
 			next
 		}
-		/^diff / || /^--- / { keep = index($0, d) > 0 }
-		/^@@ / { ol = count($0, "-"); nl = count($0, "[+]") }
+		/^diff / { keep = sel($0); git = 1; pending = "" }
+		/^--- / && !git {
+			if ($2 == "/dev/null") { keep = 0; pending = $0; next }
+			keep = sel($0)
+		}
+		/^\+\+\+ / {
+			if (pending != "") { keep = sel($0); if (keep) print pending; pending = "" }
+			git = 0
+		}
+		/^@@ / { ol = count($0, "-"); nl = count($0, "[+]"); git = 0 }
 		keep { print }'
 }
 

@@ -186,6 +186,20 @@ out=$(
 		rxe_kvfix_rxe_diff | grep -c .
 )
 if [[ $out == 12 ]]; then t_pass; else t_fail "kept $out lines, want 12"; fi
+t_start "the rxe part of a diff: a file it creates under rxe/ (--- /dev/null, git-style and format 1.0) kept, one elsewhere not; --with-makefile keeps the top Makefile only"
+out=$(
+	# shellcheck source=kmod/rxe-kvfix-lib.sh
+	. "$REPO/kmod/rxe-kvfix-lib.sh"
+	printf '%s\n' 'diff --git a/drivers/infiniband/sw/rxe/new.c b/drivers/infiniband/sw/rxe/new.c' 'new file mode 100644' \
+		'index 0000000..1111111' '--- /dev/null' '+++ b/drivers/infiniband/sw/rxe/new.c' '@@ -0,0 +1 @@' '+n' \
+		'--- /dev/null' '+++ linux-7.0/drivers/infiniband/sw/rxe/n2.c' '@@ -0,0 +1 @@' '+m' \
+		'--- /dev/null' '+++ linux-7.0/other.c' '@@ -0,0 +1 @@' '+o' >"$W/new.diff"
+	printf '%s\n' '--- linux-7.0.orig/Makefile' '+++ linux-7.0/Makefile' '@@ -1 +1 @@' '-SUBLEVEL = 0' '+SUBLEVEL = 14' \
+		'--- linux-7.0.orig/tools/Makefile' '+++ linux-7.0/tools/Makefile' '@@ -1 +1 @@' '-a' '+b' >"$W/mk.diff"
+	printf '%s|%s|%s\n' "$(rxe_kvfix_rxe_diff <"$W/new.diff" | grep -c .)" "$(rxe_kvfix_rxe_diff <"$W/mk.diff" | grep -c .)" \
+		"$(rxe_kvfix_rxe_diff --with-makefile <"$W/mk.diff" | grep -c '^+SUBLEVEL = 14$')"
+)
+if [[ $out == '11|0|1' ]]; then t_pass; else t_fail "kept lines (created files | Makefile without the option | SUBLEVEL with it): $out, want 11|0|1"; fi
 
 # --- the record -----------------------------------------------------------------
 t_start "the record: written with its facts, read back, a state it does not know refused"

@@ -9,7 +9,8 @@
 # Cost: about 90 s (one 160 MB upstream tarball from the archive, eight private
 # index updates of ~35 MB each; the translated-locale case 9 s of it: 3 s to make
 # the locale, 6 s its fetch; the broken third-party sources 20 s: 12 s the fetch
-# beside them, 8 s the needed source unreadable).
+# beside them, 8 s the needed source unreadable; the Ubuntu HWE source package, format
+# 1.0, about 10 s).
 set -euo pipefail
 
 usage() { echo "Usage: in-root-fetch.sh SRC"; }
@@ -243,6 +244,62 @@ mv "$R/Sources.away" "$R/Sources"
 dpkg -P "linux-headers-$K6" >/dev/null
 t_check "needed source unreadable: nothing left in $CACHE" test -z "$(ls -A "$CACHE")"
 rm -f /etc/apt/sources.list.d/rxe-test-local.sources /etc/apt/sources.list.d/rxe-test-broken.sources
+
+# 9. an Ubuntu HWE kernel (simulated here: os-release says Ubuntu for this case, a
+# local repository serves the source package): its source package is not linux and
+# builds no linux-source-X.Y.Z; format 1.0, one X.Y.0 orig (SUBLEVEL = 0) shared by the
+# uploads, and a .diff.gz that carries the stable update (SUBLEVEL 0 -> 1) and an rxe
+# change. The kernel's headers say 9.9.1: the kept source must say so too, from the diff.
+K9=9.9.0-3-generic V9=9.9.0-3.3 S9=linux-hwe-9.9
+rm -rf /tmp/repo-u && mkdir -p /tmp/repo-u
+tar -xf "$TB" -C /tmp/repo-u --wildcards --no-wildcards-match-slash "*/$RXE/*" "*/Makefile"
+mv /tmp/repo-u/* "/tmp/repo-u/$S9-9.9.0.orig"
+sed -i -E 's/^VERSION = .*/VERSION = 9/; s/^PATCHLEVEL = .*/PATCHLEVEL = 9/; s/^SUBLEVEL = .*/SUBLEVEL = 0/' "/tmp/repo-u/$S9-9.9.0.orig/Makefile"
+cp -a "/tmp/repo-u/$S9-9.9.0.orig" "/tmp/repo-u/$S9-9.9.0"
+sed -i -E 's/^SUBLEVEL = .*/SUBLEVEL = 1/' "/tmp/repo-u/$S9-9.9.0/Makefile"
+echo '/* rxe-kvfix test: a line from the HWE diff */' >>"/tmp/repo-u/$S9-9.9.0/$RXE/rxe.c"
+(cd /tmp/repo-u && tar -czf "$R/${S9}_9.9.0.orig.tar.gz" --transform "s#^$S9-9.9.0.orig#$S9-9.9.0#" "$S9-9.9.0.orig")
+(cd /tmp/repo-u && { diff -Nru "$S9-9.9.0.orig" "$S9-9.9.0" || (($? == 1)); } | gzip -9n >"$R/${S9}_$V9.diff.gz")
+printf 'Format: 1.0\nSource: %s\nVersion: %s\n' "$S9" "$V9" >"$R/${S9}_$V9.dsc"
+{
+	printf 'Package: %s\nBinary: linux-headers-%s\nVersion: %s\nMaintainer: rxe-kvfix tests <root@localhost>\nArchitecture: any\nFormat: 1.0\nDirectory: .\nFiles:\n' "$S9" "$K9" "$V9"
+	for n in "${S9}_$V9.dsc" "${S9}_9.9.0.orig.tar.gz" "${S9}_$V9.diff.gz"; do
+		printf ' %s %s %s\n' "$(md5sum <"$R/$n" | cut -d' ' -f1)" "$(stat -c %s "$R/$n")" "$n"
+	done
+	printf 'Checksums-Sha256:\n'
+	for n in "${S9}_$V9.dsc" "${S9}_9.9.0.orig.tar.gz" "${S9}_$V9.diff.gz"; do
+		printf ' %s %s %s\n' "$(sha256sum <"$R/$n" | cut -d' ' -f1)" "$(stat -c %s "$R/$n")" "$n"
+	done
+	printf '\n'
+} >>"$R/Sources"
+printf 'Types: deb\nURIs: file:%s\nSuites: ./\nTrusted: yes\n' "$R" >/etc/apt/sources.list.d/rxe-test-local.sources
+# the kernel's headers: a package of source linux-hwe-9.9 whose Makefile says 9.9.1
+d9=$(mktemp -d)
+mkdir -p "$d9/pkg/DEBIAN" "$d9/pkg/usr/src/linux-headers-$K9" "$d9/pkg/lib/modules/$K9"
+sed -E 's/^SUBLEVEL = .*/SUBLEVEL = 1/' "/tmp/repo-u/$S9-9.9.0.orig/Makefile" >"$d9/pkg/usr/src/linux-headers-$K9/Makefile"
+ln -s "/usr/src/linux-headers-$K9" "$d9/pkg/lib/modules/$K9/build"
+printf 'Package: linux-headers-%s\nSource: %s (%s)\nVersion: %s\nArchitecture: all\nMaintainer: rxe-kvfix tests <root@localhost>\nDescription: rxe-kvfix test: an HWE kernel without its source here\n' \
+	"$K9" "$S9" "$V9" "$V9" >"$d9/pkg/DEBIAN/control"
+dpkg-deb -b "$d9/pkg" "$d9/h.deb" >/dev/null && dpkg -i "$d9/h.deb" >/dev/null
+rm -rf "$d9" /tmp/repo-u
+printf 'ID=ubuntu\nID_LIKE=debian\nVERSION_ID="26.04"\n' >/tmp/os-release-ubuntu
+run_case "local repository, Ubuntu HWE (simulated): source package $S9 1.0, X.Y.0 orig + diff moving SUBLEVEL: the kernel's 9.9.1 fetched" 0 \
+	"^$K9 affected-kzalloc_objs fetch\$" env RXE_KVFIX_OS_RELEASE=/tmp/os-release-ubuntu "$PREP" --classify --out /tmp/out9 "$K9"
+kept9=$(find "$CACHE" -maxdepth 1 -name "*_$V9.tar.xz" | head -n1)
+t_start "Ubuntu HWE (simulated): the kept source says 9.9.1 and carries the diff's rxe change; provenance says so"
+if [[ -z $kept9 ]]; then
+	t_fail "nothing kept in $CACHE: $(find "$CACHE" -mindepth 1 -printf '%f ')"
+elif [[ $(tar -xOf "$kept9" --wildcards '*/Makefile' --no-wildcards-match-slash 2>/dev/null | sed -n 's/^SUBLEVEL = //p' | head -n1) != 1 ]] ||
+	! tar -xOf "$kept9" --wildcards "*/$RXE/rxe.c" 2>/dev/null | grep -q 'a line from the HWE diff' ||
+	! grep -q "the top Makefile's version from it: 9.9.1" "$kept9.provenance"; then
+	t_fail "$(tr '\n' ' ' <"$kept9.provenance")"
+else
+	t_pass
+	echo "     $(grep '^debian=' "$kept9.provenance")"
+fi
+dpkg -P "linux-headers-$K9" >/dev/null
+env RXE_KVFIX_OS_RELEASE=/tmp/os-release-ubuntu "$HOOK" postrm "$K9"
+rm -f /etc/apt/sources.list.d/rxe-test-local.sources /tmp/os-release-ubuntu
 
 # 8. usage: exit 2 and one line
 run_case "fetch: no arguments" 2 'needs KERNELRELEASE and VERSION' "$FETCH"
