@@ -1,17 +1,89 @@
 // In-process fake of the verbs interface: RDMA WRITE/READ are memcpy between the local
 // scatter list and the remote address (valid in loopback, where both are in this
-// process). Failures are injected through FakeControl.
+// process). Strict like rxe: every SGE must lie inside a live MR of its lkey (else the
+// WR completes with IBV_WC_LOC_PROT_ERR), the remote range inside a live MR of its rkey
+// (else IBV_WC_REM_ACCESS_ERR), at most max_sge SGEs (else the post fails, EINVAL) and
+// at most max_msg_sz bytes (else IBV_WC_LOC_LEN_ERR). MRs of every fake device are in
+// one process-wide table, so a client's rkey check finds the server's staging MR in a
+// two-host test. Failures are injected through FakeControl, data faults through
+// FakeControl::fault.
 #pragma once
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "sys/verbs.hpp"
 
 namespace rxv::testing {
+
+// ibv_wc_status values the fake completes with (enum ibv_wc_status).
+inline constexpr int kWcLocLenErr = 1, kWcLocProtErr = 4, kWcRemAccessErr = 10, kWcRetryExcErr = 12;
+
+// What goes wrong with one executed work request (FakeControl::fault). `amount` is the
+// fault's size in bytes (0 = the default noted).
+enum class FaultKind {
+  None,
+  Drop,       // never executes, never completes (lost: the engine's deadline must notice)
+  Truncate,   // only the first `amount` bytes (default half) arrive; completes successfully
+  Shift,      // the payload lands `amount` bytes (default 8) late in its destination, its tail cut
+  Duplicate,  // the previous WR of the same opcode is delivered again into this one's destination
+  Corrupt,    // byte `amount` of the payload arrives with bits flipped
+  NoData,     // completes successfully, nothing written
+  Overrun,    // delivered, then `amount` bytes (default 16) after the destination's end changed
+};
+struct Fault {
+  FaultKind kind = FaultKind::None;
+  std::uint64_t amount = 0;
+};
+
+// Every MR of every fake device: what the strict checks look keys up in.
+class FakeMrTable {
+ public:
+  struct Rec {
+    const void* dev = nullptr;
+    std::uint64_t addr = 0, len = 0;
+    std::uint32_t lkey = 0, rkey = 0;
+    bool live = false;
+  };
+  static FakeMrTable& get() {
+    static FakeMrTable t;
+    return t;
+  }
+  // A new MR; returns its index (lkey/rkey in rec are assigned here, unique per process).
+  std::size_t add(const void* dev, std::uint64_t addr, std::uint64_t len, std::uint32_t lkey) {
+    std::lock_guard<std::mutex> l(m_);
+    Rec r{dev, addr, len, lkey, 0x40000000u + next_++, true};
+    recs_.push_back(r);
+    return recs_.size() - 1;
+  }
+  std::uint32_t rkey(std::size_t i) {
+    std::lock_guard<std::mutex> l(m_);
+    return recs_[i].rkey;
+  }
+  void remove(std::size_t i) {
+    std::lock_guard<std::mutex> l(m_);
+    recs_[i].live = false;
+  }
+  // True when [addr, addr+len) is inside a live MR of device `dev` with this lkey
+  // (dev == nullptr: a live MR of any device with this rkey).
+  bool covers(const void* dev, std::uint32_t key, std::uint64_t addr, std::uint64_t len) {
+    std::lock_guard<std::mutex> l(m_);
+    for (const auto& r : recs_) {
+      if (!r.live || (dev ? r.lkey != key || r.dev != dev : r.rkey != key)) continue;
+      if (addr >= r.addr && len <= r.len && addr - r.addr <= r.len - len) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::mutex m_;
+  std::vector<Rec> recs_;
+  std::uint32_t next_ = 1;
+};
 
 struct FakeControl {
   std::function<int(std::size_t len)> reg_errno;  // non-zero => reg_mr fails
@@ -21,6 +93,11 @@ struct FakeControl {
   int corrupt_op_at = -1;                         // flip a byte in the destination of that op
   std::uint64_t corrupt_at = 0;                   // byte index inside the op's payload
   int short_op_at = -1;                           // copy only half of that op
+  // Asked for every work request about to execute (op: its index in execution order):
+  // the data fault to inject, if any (FaultKind).
+  std::function<Fault(const WorkRequest&, int op)> fault;
+  unsigned faults = 0;     // faults injected
+  unsigned prot_errs = 0;  // completions with a key/bounds error (LOC_PROT, REM_ACCESS, LOC_LEN)
   int max_sge = 32;
   int ops = 0;
   int regs = 0;
@@ -39,12 +116,17 @@ struct FakeControl {
 
 class FakeMr final : public MemoryRegion {
  public:
-  explicit FakeMr(std::uint32_t k) : k_(k) {}
+  FakeMr(const void* dev, void* addr, std::size_t len, std::uint32_t k)
+      : k_(k), idx_(FakeMrTable::get().add(dev, reinterpret_cast<std::uint64_t>(addr), len, k)) {}
+  ~FakeMr() override { FakeMrTable::get().remove(idx_); }
+  FakeMr(const FakeMr&) = delete;
+  FakeMr& operator=(const FakeMr&) = delete;
   std::uint32_t lkey() const override { return k_; }
-  std::uint32_t rkey() const override { return k_ + 1000; }
+  std::uint32_t rkey() const override { return FakeMrTable::get().rkey(idx_); }
 
  private:
   std::uint32_t k_;
+  std::size_t idx_;
 };
 
 // Posted WRs wait in a queue and are executed (memcpy) when poll() runs, up to
@@ -55,7 +137,7 @@ class FakeMr final : public MemoryRegion {
 // over-commits the queue or forgets to signal.
 class FakeQp final : public QueuePair {
  public:
-  FakeQp(FakeControl& c, unsigned depth) : c_(c), depth_(depth) {}
+  FakeQp(FakeControl& c, unsigned depth, const void* dev) : c_(c), depth_(depth), dev_(dev) {}
   QpAddr local_addr() const override { return QpAddr{7, 1, {}}; }
   Result<void> connect(const QpAddr&) override {
     if (!c_.connect_error.empty()) return Error(c_.connect_error, "", kExitNotReady);
@@ -63,6 +145,9 @@ class FakeQp final : public QueuePair {
   }
   Result<void> post(const WorkRequest& w) override {
     if (broken_) return Error("broken");
+    if (w.sges.size() > static_cast<std::size_t>(std::max(1, c_.max_sge)))
+      return Error("ibv_post_send: Invalid argument (" + std::to_string(w.sges.size()) + " SGEs, max_sge " +
+                   std::to_string(c_.max_sge) + ")");
     if (queue_.size() + unreaped_ >= depth_) {
       ++c_.overcommits;
       broken_ = true;
@@ -87,7 +172,9 @@ class FakeQp final : public QueuePair {
       if (held_) break;  // timed out: nothing completes any more
       WorkRequest w = queue_.front();
       int idx = c_.ops;
-      if (idx == c_.fail_op_at && c_.fail_timeout) {
+      Fault f = c_.fault ? c_.fault(w, idx) : Fault{};
+      if ((idx == c_.fail_op_at && c_.fail_timeout) || f.kind == FaultKind::Drop) {
+        if (f.kind == FaultKind::Drop) ++c_.faults;
         held_ = true;
         break;
       }
@@ -101,7 +188,17 @@ class FakeQp final : public QueuePair {
         unreaped_ = 0;
         break;
       }
-      execute(w, idx);
+      if (int st = check_access(w); st != 0) {
+        ++c_.prot_errs;
+        broken_ = true;
+        batch.push_back({w.wr_id, st,
+                         st == kWcRemAccessErr ? "remote access error"
+                         : st == kWcLocLenErr  ? "local length error"
+                                               : "local protection error"});
+        unreaped_ = 0;
+        break;
+      }
+      execute(w, idx, f);
       if (w.signaled) {
         batch.push_back({w.wr_id, 0, ""});
         unreaped_ = 0;
@@ -126,36 +223,95 @@ class FakeQp final : public QueuePair {
   bool broken() const override { return broken_; }
 
  private:
-  void execute(const WorkRequest& w, int idx) {
+  // 0, or the status rxe completes the WR with: each SGE inside a live MR of its lkey on
+  // this device, the remote range inside a live MR of its rkey, at most max_msg_sz bytes.
+  int check_access(const WorkRequest& w) const {
+    auto& t = FakeMrTable::get();
+    std::uint64_t total = 0;
+    for (const auto& s : w.sges) {
+      if (!t.covers(dev_, s.lkey, s.addr, s.length)) return kWcLocProtErr;
+      total += s.length;
+    }
+    if (total > 0x80000000ull) return kWcLocLenErr;
+    if (!t.covers(nullptr, w.rkey, w.raddr, total)) return kWcRemAccessErr;
+    return 0;
+  }
+  // The WR's destination (dst) or source (!dst) as pieces of memory, in payload order.
+  using Piece = std::pair<unsigned char*, std::uint64_t>;
+  static std::vector<Piece> pieces(const WorkRequest& w, std::uint64_t total, bool dst) {
+    if ((w.op == OpCode::Write) == dst) return {{reinterpret_cast<unsigned char*>(w.raddr), total}};
+    std::vector<Piece> v;
+    for (const auto& s : w.sges) v.emplace_back(reinterpret_cast<unsigned char*>(s.addr), s.length);
+    return v;
+  }
+  // Copy n bytes from `src` (pieces, from byte `from`) to `dst` (pieces, from byte `to`).
+  static void copy(const std::vector<Piece>& src, std::uint64_t from, const std::vector<Piece>& dst,
+                   std::uint64_t to, std::uint64_t n) {
+    std::size_t si = 0, di = 0;
+    auto seek = [](const std::vector<Piece>& v, std::size_t& i, std::uint64_t& off) {
+      while (i < v.size() && off >= v[i].second) off -= v[i++].second;
+    };
+    seek(src, si, from);
+    seek(dst, di, to);
+    while (n > 0 && si < src.size() && di < dst.size()) {
+      std::uint64_t k = std::min({n, src[si].second - from, dst[di].second - to});
+      std::memmove(dst[di].first + to, src[si].first + from, k);
+      n -= k;
+      from += k;
+      to += k;
+      seek(src, si, from);
+      seek(dst, di, to);
+    }
+  }
+  void execute(const WorkRequest& w, int idx, const Fault& f) {
     std::uint64_t total = 0;
     for (const auto& s : w.sges) total += s.length;
-    std::uint64_t limit = idx == c_.short_op_at ? total / 2 : total;
-    auto* remote = reinterpret_cast<unsigned char*>(w.raddr);
-    std::uint64_t pos = 0;
-    for (const auto& s : w.sges) {
-      auto* local = reinterpret_cast<unsigned char*>(s.addr);
-      std::uint64_t n = std::min<std::uint64_t>(s.length, limit > pos ? limit - pos : 0);
-      if (w.op == OpCode::Write) std::memcpy(remote + pos, local, n);
-      else std::memcpy(local, remote + pos, n);
-      pos += s.length;
-    }
-    if (idx != c_.corrupt_op_at) return;
-    if (w.op == OpCode::Write) {
-      remote[c_.corrupt_at] ^= 0x5a;
-      return;
-    }
-    std::uint64_t p = 0;
-    for (const auto& s : w.sges) {
-      if (c_.corrupt_at < p + s.length) {
-        reinterpret_cast<unsigned char*>(s.addr)[c_.corrupt_at - p] ^= 0x5a;
+    if (f.kind != FaultKind::None) ++c_.faults;
+    const auto src = pieces(w, total, false), dst = pieces(w, total, true);
+    auto& prev = prev_payload_[w.op == OpCode::Write];
+    switch (f.kind) {
+      case FaultKind::NoData:
+        break;
+      case FaultKind::Truncate:
+        copy(src, 0, dst, 0, std::min(total, f.amount ? f.amount : total / 2));
+        break;
+      case FaultKind::Shift: {
+        const std::uint64_t k = std::min<std::uint64_t>(total, f.amount ? f.amount : 8);
+        copy(src, 0, dst, k, total - k);
         break;
       }
-      p += s.length;
+      case FaultKind::Duplicate:
+        copy({{prev.data(), prev.size()}}, 0, dst, 0, std::min<std::uint64_t>(total, prev.size()));
+        break;
+      default:
+        copy(src, 0, dst, 0, idx == c_.short_op_at ? total / 2 : total);
+    }
+    if (c_.fault) {  // the payload as sent now, for a later Duplicate
+      prev.resize(total);
+      copy(src, 0, {{prev.data(), total}}, 0, total);
+    }
+    if (f.kind == FaultKind::Corrupt && total) copy_flip(dst, std::min(f.amount, total - 1));
+    if (f.kind == FaultKind::Overrun) {
+      // Past the end of the destination: the remote range (WRITE) or the last SGE (READ).
+      const Piece& last = dst.back();
+      for (std::uint64_t i = 0; i < (f.amount ? f.amount : 16); ++i) last.first[last.second + i] ^= 0x5a;
+    }
+    if (idx == c_.corrupt_op_at && c_.corrupt_at < total) copy_flip(dst, c_.corrupt_at);
+  }
+  static void copy_flip(const std::vector<Piece>& dst, std::uint64_t i) {
+    for (const auto& p : dst) {
+      if (i < p.second) {
+        p.first[i] ^= 0x5a;
+        return;
+      }
+      i -= p.second;
     }
   }
 
   FakeControl& c_;
   unsigned depth_;
+  const void* dev_;                             // the device whose MRs the lkeys must name
+  std::vector<unsigned char> prev_payload_[2];  // [is write]: the last WR's payload
   std::vector<WorkRequest> queue_;
   unsigned unreaped_ = 0;  // executed unsignalled WRs still holding send queue slots
   unsigned reads_out_ = 0;
@@ -181,7 +337,7 @@ class FakeDevice final : public Device {
     d.max_mr_size = ~0ull;
     return d;
   }
-  RegResult reg_mr(void*, std::size_t len) override {
+  RegResult reg_mr(void* addr, std::size_t len) override {
     RegResult r;
     ++c_.regs;
     if (c_.reg_errno) {
@@ -190,14 +346,14 @@ class FakeDevice final : public Device {
         return r;
       }
     }
-    r.mr = std::make_unique<FakeMr>(static_cast<std::uint32_t>(c_.regs));
+    r.mr = std::make_unique<FakeMr>(this, addr, len, static_cast<std::uint32_t>(c_.regs));
     return r;
   }
   Result<std::unique_ptr<QueuePair>> create_qp(const QpParams& p) override {
     if (!c_.create_qp_error.empty()) return Error(c_.create_qp_error, "", kExitNotReady);
     c_.created_depth = p.tx_depth;
     c_.created_wait = p.wait;
-    return std::unique_ptr<QueuePair>(std::make_unique<FakeQp>(c_, p.tx_depth));
+    return std::unique_ptr<QueuePair>(std::make_unique<FakeQp>(c_, p.tx_depth, this));
   }
 
  private:

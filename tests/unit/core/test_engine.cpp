@@ -320,3 +320,80 @@ TEST(Engine, PeerFillErrorIsANetworkDiagnosis) {
       << s.diagnosis->summary;
   EXPECT_EQ(s.diagnosis->remedy, "check the out-of-band TCP connection to the peer");
 }
+
+namespace {
+// The loopback peer, but its rkey is off by one (an engine that sent a wrong rkey).
+class WrongRkeyPeer final : public Peer {
+ public:
+  explicit WrongRkeyPeer(Peer& p) : p_(p) {}
+  std::uint64_t staging_addr() const override { return p_.staging_addr(); }
+  std::uint32_t staging_rkey() const override { return p_.staging_rkey() + 1; }
+  std::uint64_t staging_size() const override { return p_.staging_size(); }
+  Result<void> fill(std::uint64_t st, std::uint64_t off, std::uint64_t len, std::uint64_t key) override {
+    return p_.fill(st, off, len, key);
+  }
+  VerifyOutcome verify(std::uint64_t st, std::uint64_t off, std::uint64_t len, std::uint64_t key,
+                       const std::vector<KeyCandidate>& c, std::uint64_t region) override {
+    return p_.verify(st, off, len, key, c, region);
+  }
+
+ private:
+  Peer& p_;
+};
+// A QP that posts every SGE with the lkey of the region's first MR (what an engine that
+// ignored --split's MR boundaries would do), over the fake QP.
+class FirstLkeyQp final : public QueuePair {
+ public:
+  explicit FirstLkeyQp(QueuePair& q) : q_(q) {}
+  QpAddr local_addr() const override { return q_.local_addr(); }
+  Result<void> connect(const QpAddr& a) override { return q_.connect(a); }
+  Result<void> post(const WorkRequest& w) override {
+    WorkRequest c = w;
+    if (!first_) first_ = w.sges.front().lkey;
+    for (auto& s : c.sges) s.lkey = first_;
+    return q_.post(c);
+  }
+  int poll(std::vector<Completion>& out, int max, std::chrono::milliseconds t) override {
+    return q_.poll(out, max, t);
+  }
+  void drain() override { q_.drain(); }
+  unsigned max_send_wr() const override { return q_.max_send_wr(); }
+  unsigned max_rd_atomic() const override { return q_.max_rd_atomic(); }
+  bool broken() const override { return q_.broken(); }
+
+ private:
+  QueuePair& q_;
+  std::uint32_t first_ = 0;
+};
+}  // namespace
+
+// rxe checks rkeys: a wrong one is IBV_WC_REM_ACCESS_ERR (status 10), a transfer error.
+TEST(Engine, WrongRkeyFailsWithRemoteAccessError) {
+  Rig r;
+  WrongRkeyPeer peer(*r.peer);
+  Engine e(r.dev, *r.qp, peer, r.cfg, [&r] { return r.base; });
+  auto s = e.run_size(1ull << 20);
+  ASSERT_EQ(s.result, SizeOutcome::Fail);
+  ASSERT_TRUE(s.diagnosis);
+  EXPECT_EQ(s.diagnosis->cause, cause::kTransferError);
+  EXPECT_NE(s.diagnosis->summary.find("status 10"), std::string::npos) << s.diagnosis->summary;
+}
+
+// With --split each SGE must carry its own MR's lkey: an SGE in MR 2 under MR 1's lkey is
+// IBV_WC_LOC_PROT_ERR (status 4). (SplitUsesScatterListsAcrossMrs passes because the
+// engine gets this right, which the lenient fake could not tell.)
+TEST(Engine, SplitSgeWithAnotherMrsLkeyFailsWithLocalProtectionError) {
+  RunConfig c;
+  c.mode = Mode::Full;
+  c.msg_size = 1ull << 20;
+  c.split = 8;
+  c.passes = 1;
+  Rig r(c);
+  FirstLkeyQp qp(*r.qp);
+  Engine e(r.dev, qp, *r.peer, r.cfg, [&r] { return r.base; });
+  auto s = e.run_size(4ull << 20);
+  ASSERT_EQ(s.result, SizeOutcome::Fail);
+  ASSERT_TRUE(s.diagnosis);
+  EXPECT_EQ(s.diagnosis->cause, cause::kTransferError);
+  EXPECT_NE(s.diagnosis->summary.find("status 4"), std::string::npos) << s.diagnosis->summary;
+}

@@ -18,12 +18,14 @@ using rxv::testing::FakeDevice;
 namespace {
 
 // N transfers of 4 KiB each from src[i] to dst[i] (one WR each); check compares them.
+// src and dst are registered (the fake, like rxe, checks the keys and MR bounds).
 struct Lane {
   static constexpr std::size_t kLen = 4096;
   FakeControl ctl;
   FakeDevice dev{ctl};
   std::unique_ptr<QueuePair> qp;
   std::vector<unsigned char> src, dst;
+  std::unique_ptr<MemoryRegion> src_mr, dst_mr;
   std::atomic<std::size_t> checked{0};
   std::size_t max_unverified = 0;
   LoopSpec spec;
@@ -31,6 +33,8 @@ struct Lane {
     QpParams p;
     p.tx_depth = depth;
     qp = dev.create_qp(p).value();
+    src_mr = dev.reg_mr(src.data(), src.size()).mr;
+    dst_mr = dev.reg_mr(dst.data(), dst.size()).mr;
     for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 7 + 3);
     spec.count = n;
     spec.depth = depth;
@@ -39,8 +43,9 @@ struct Lane {
     spec.deadline = [](std::uint64_t) { return std::chrono::milliseconds(100); };
     spec.wrs = [this](std::size_t i) {
       WorkRequest w;
-      w.sges = {{reinterpret_cast<std::uint64_t>(src.data() + i * kLen), kLen, 1}};
+      w.sges = {{reinterpret_cast<std::uint64_t>(src.data() + i * kLen), kLen, src_mr->lkey()}};
       w.raddr = reinterpret_cast<std::uint64_t>(dst.data() + i * kLen);
+      w.rkey = dst_mr->rkey();
       return std::vector<WorkRequest>{w};
     };
     spec.prepare = [this](std::size_t i) -> Result<void> {
