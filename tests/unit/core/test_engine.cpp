@@ -41,7 +41,7 @@ struct Rig {
 TEST(Engine, SampledPassesAndCountsBytes) {
   Rig r;
   auto s = r.run(8ull << 20);
-  EXPECT_EQ(s.result, SizeOutcome::Pass);
+  EXPECT_EQ(s.result, SizeOutcome::Pass) << (s.diagnosis ? s.diagnosis->summary : "");
   EXPECT_TRUE(s.registered);
   EXPECT_EQ(s.pages, 2048u);
   EXPECT_GT(s.transfers, 100u);

@@ -1,6 +1,7 @@
 #include "core/engine.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -103,8 +104,9 @@ SizeResult Engine::run_size(std::uint64_t size) {
     r.metadata_order = alloc_order(biggest);
   }
 
-  // Allocate: the region starts `offset` bytes into the mapping.
-  MappedBuffer buf(static_cast<std::size_t>(cfg_.offset + size));
+  // Allocate: the region starts `offset` bytes into the mapping's second page (the
+  // first, and kGuardBytes after the region, are room for the READ guards).
+  MappedBuffer buf(static_cast<std::size_t>(kPageSize + cfg_.offset + size + kGuardBytes));
   if (!buf) {
     DiagInput in = ctx_ ? ctx_() : DiagInput{};
     in.stage = Stage::Allocate;
@@ -118,7 +120,7 @@ SizeResult Engine::run_size(std::uint64_t size) {
     Progress pr(cfg_.progress, "populate " + format_size(size), 1);
     buf.populate();
   }
-  unsigned char* base = buf.data() + cfg_.offset;
+  unsigned char* base = buf.data() + kPageSize + cfg_.offset;
 
   // Register, timed.
   std::vector<std::unique_ptr<MemoryRegion>> mrs;
@@ -142,7 +144,7 @@ SizeResult Engine::run_size(std::uint64_t size) {
   }
   r.reg_seconds = since(t0);
   r.registered = true;
-  exercise(r, base, layout, mrs);
+  exercise(r, base, layout, mrs, buf.data(), buf.data() + buf.size());
   return r;
 }
 
@@ -151,8 +153,10 @@ Engine::PassPlan Engine::pass_plan(std::uint64_t size, std::uint64_t slot, unsig
   pp.size = size;
   pp.misalign = cfg_.offset % kPageSize;
   pp.mode = cfg_.mode;
-  pp.msg_size = slot;
-  pp.max_transfer = std::min<std::uint64_t>(cfg_.sample_max, slot - std::min<std::uint64_t>(64, slot / 2));
+  // what a slot holds besides the guards (and the 0-63 bytes of sampled alignment)
+  const std::uint64_t room = slot > 2 * kGuardBytes + 1 ? slot - 2 * kGuardBytes : 1;
+  pp.msg_size = room;
+  pp.max_transfer = std::min<std::uint64_t>(cfg_.sample_max, room - std::min<std::uint64_t>(64, room / 2));
   pp.seed = cfg_.seed;
   pp.pass = pass;
   PassPlan p;
@@ -166,6 +170,79 @@ Engine::PassPlan Engine::pass_plan(std::uint64_t size, std::uint64_t slot, unsig
   return p;
 }
 
+namespace {
+// The READ guards of a loop: the bytes each side of a transfer's destination in the
+// region (kGuardBytes, inside the room around it), copied before the transfer is posted
+// and compared after it completed. Bytes that another transfer may legitimately write
+// meanwhile (one within `slots` of it: in flight with it) are not compared.
+class ReadGuards {
+ public:
+  ReadGuards(const std::vector<Transfer>& plan, unsigned slots, unsigned char* base, std::uint64_t before,
+             std::uint64_t after_end)
+      : plan_(plan), slots_(slots), base_(base), before_(before), after_end_(after_end), snaps_(slots) {}
+  void snapshot(std::size_t i) {
+    const Transfer& t = plan_[i];
+    auto& s = snaps_[i % slots_];
+    std::memcpy(s.data(), base_ + t.offset - head(t), head(t));
+    std::memcpy(s.data() + kGuardBytes, base_ + t.offset + t.length, tail(t));
+  }
+  VerifyOutcome check(std::size_t i) const {
+    const Transfer& t = plan_[i];
+    const auto& s = snaps_[i % slots_];
+    const std::uint64_t h = head(t), tl = tail(t), end = t.offset + t.length;
+    // skip[k]: guard byte k (0..h-1 before the range, kGuardBytes + 0..tl-1 after) is
+    // another in-flight transfer's to write.
+    std::array<bool, 2 * kGuardBytes> skip{};
+    const std::size_t lo = i + 1 > slots_ ? i + 1 - slots_ : 0, hi = std::min(plan_.size(), i + slots_);
+    for (std::size_t j = lo; j < hi; ++j) {
+      if (j == i) continue;
+      const std::uint64_t a = plan_[j].offset, b = plan_[j].offset + plan_[j].length;
+      // before the range: region [offset - h, offset) (offset + before_ >= h)
+      for (std::uint64_t k = 0; k < h; ++k) {
+        const std::uint64_t pos = t.offset + k;  // region coordinate + h
+        if (pos >= a + h && pos < b + h) skip[k] = true;
+      }
+      for (std::uint64_t k = 0; k < tl; ++k)
+        if (end + k >= a && end + k < b) skip[kGuardBytes + k] = true;
+    }
+    Mismatch m;
+    std::uint64_t before = 0, after = 0;
+    auto compare = [&](std::size_t k, const unsigned char* now, std::uint64_t region_pos) {
+      if (skip[k] || *now == s[k]) return;
+      if (m.bad_bytes++ == 0) {
+        m.region_offset = region_pos;
+        m.expected = s[k];
+        m.actual = *now;
+        m.first_bad_page = region_pos / 4096;
+      }
+      m.last_bad_offset = region_pos;
+      ++(k < kGuardBytes ? before : after);
+    };
+    for (std::uint64_t k = 0; k < h; ++k)
+      compare(k, base_ + t.offset - h + k, t.offset + k >= h ? t.offset + k - h : 0);
+    for (std::uint64_t k = 0; k < tl; ++k) compare(kGuardBytes + k, base_ + end + k, end + k);
+    VerifyOutcome v;
+    if (m.bad_bytes == 0) return v;
+    v.ok = false;
+    v.mismatch = m;
+    v.explanation = guard_explanation(before, after, t.offset, t.length);
+    return v;
+  }
+
+ private:
+  std::uint64_t head(const Transfer& t) const { return std::min(kGuardBytes, t.offset + before_); }
+  std::uint64_t tail(const Transfer& t) const {
+    return std::min(kGuardBytes, after_end_ - (t.offset + t.length));
+  }
+  const std::vector<Transfer>& plan_;
+  const std::size_t slots_;
+  unsigned char* const base_;
+  const std::uint64_t before_, after_end_;
+  std::vector<std::array<unsigned char, 2 * kGuardBytes>>
+      snaps_;  // per staging slot: one per transfer in flight
+};
+}  // namespace
+
 LoopResult Engine::run_loop(OpCode op, unsigned pass, std::uint64_t key, const PassPlan& p,
                             const Slots& slots, unsigned depth, const Region& region,
                             const std::vector<KeyCandidate>& seen) {
@@ -175,8 +252,15 @@ LoopResult Engine::run_loop(OpCode op, unsigned pass, std::uint64_t key, const P
   const std::uint64_t size = region.size;
   auto st_of = [&](std::size_t i) {
     const Transfer& t = plan[i];
-    return (i % slots.count) * slots.bytes + (cfg_.mode == Mode::Full ? std::uint64_t{0} : t.offset % 64);
+    return (i % slots.count) * slots.bytes + kGuardBytes +
+           (cfg_.mode == Mode::Full ? std::uint64_t{0} : t.offset % 64);
   };
+  // Each transfer's own pattern key; the loops before this one and this one are where
+  // a mismatch's explanation looks for stale bytes.
+  auto key_of = [key](std::size_t i) { return transfer_key(key, i); };
+  std::vector<KeyCandidate> cands = seen;
+  cands.push_back({key, "pass " + std::to_string(pass + 1) + (w ? " write" : " read")});
+  ReadGuards guards(plan, w ? 1 : slots.count, base, region.before, region.after_end);
   Progress pr(cfg_.progress,
               "pass " + std::to_string(pass + 1) + (w ? " write " : " read  ") + format_size(size),
               p.upto.back());
@@ -187,25 +271,33 @@ LoopResult Engine::run_loop(OpCode op, unsigned pass, std::uint64_t key, const P
   ls.slots = slots.count;
   ls.threaded = cfg_.overlap;
   ls.bytes = [&](std::size_t i) { return plan[i].length; };
+  ls.overlaps = [&](std::size_t i, std::size_t j) {
+    return plan[i].offset < plan[j].offset + plan[j].length &&
+           plan[j].offset < plan[i].offset + plan[i].length;
+  };
   ls.deadline = [&](std::uint64_t b) { return op_deadline(cfg_, b); };
   ls.wrs = [&](std::size_t i) {
     return wrs_of(plan[i], peer_.staging_addr() + st_of(i), base, region.layout, region.mrs);
   };
   ls.prepare = [&](std::size_t i) -> Result<void> {
     const Transfer& t = plan[i];
-    if (!w) return peer_.fill(st_of(i), t.offset, t.length, key);
-    pattern_fill(base + t.offset, t.offset, t.length, key);
+    if (!w) {
+      guards.snapshot(i);
+      return peer_.fill(st_of(i), t.offset, t.length, key_of(i));
+    }
+    pattern_fill(base + t.offset, t.offset, t.length, key_of(i));
+    peer_.arm_guards(st_of(i), t.length);
     return {};
   };
   ls.check = [&](std::size_t i) -> VerifyOutcome {
     const Transfer& t = plan[i];
-    if (w) return peer_.verify(st_of(i), t.offset, t.length, key, seen, size);
+    if (w) return peer_.verify(st_of(i), t.offset, t.length, key_of(i), cands, size);
     VerifyOutcome v;
-    v.mismatch = pattern_verify(base + t.offset, t.offset, t.length, key);
-    if (v.mismatch) {
-      v.ok = false;
-      v.explanation = explain_mismatch(base + t.offset, t.offset, t.length, *v.mismatch, key, seen, size);
-    }
+    v.mismatch = pattern_verify(base + t.offset, t.offset, t.length, key_of(i));
+    if (!v.mismatch) return guards.check(i);
+    v.ok = false;
+    v.explanation =
+        explain_mismatch(base + t.offset, t.offset, t.length, *v.mismatch, key_of(i), cands, size);
     return v;
   };
   ls.progress = [&](std::size_t v) { pr.update(p.upto[v]); };
@@ -244,8 +336,16 @@ void add_figures(SizeResult& r, LoopStats& st, const LoopResult& lr, const std::
 }  // namespace
 
 bool Engine::exercise(SizeResult& r, unsigned char* base, const SplitLayout& layout,
-                      const std::vector<std::unique_ptr<MemoryRegion>>& mrs) {
-  const Region region{base, layout, mrs, r.size};
+                      const std::vector<std::unique_ptr<MemoryRegion>>& mrs, const unsigned char* lo,
+                      const unsigned char* hi) {
+  if (!lo || lo > base) lo = base;
+  if (!hi || hi < base + r.size) hi = base + r.size;
+  const Region region{base,
+                      layout,
+                      mrs,
+                      r.size,
+                      static_cast<std::uint64_t>(base - lo),
+                      static_cast<std::uint64_t>(hi - base)};
   r.passes = cfg_.passes;
   // Staging: `slots` slots of `slot` bytes; transfer i uses slot i % slots.
   const std::uint64_t slot = std::min(staging_slot_bytes(cfg_), peer_.staging_size());

@@ -39,8 +39,11 @@ class Engine {
   // The WRITE/READ passes over a region that is already registered as `mrs` (laid out as
   // `layout`, r.size bytes at `base`). Fills r's loop figures; false (and r.result
   // "fail" with a diagnosis) on the first failure, true and r.result "pass" otherwise.
+  // [lo, hi) is the memory around the region that READ guards may use (default: the
+  // region only; run_size gives a page before it and kGuardBytes after it).
   bool exercise(SizeResult& r, unsigned char* base, const SplitLayout& layout,
-                const std::vector<std::unique_ptr<MemoryRegion>>& mrs);
+                const std::vector<std::unique_ptr<MemoryRegion>>& mrs, const unsigned char* lo = nullptr,
+                const unsigned char* hi = nullptr);
 
  private:
   // Work requests of one transfer: its scatter list over T, cut at MR boundaries, at
@@ -54,8 +57,10 @@ class Engine {
     const SplitLayout& layout;
     const std::vector<std::unique_ptr<MemoryRegion>>& mrs;
     std::uint64_t size;
+    std::uint64_t before, after_end;  // guard room: bytes before base, region coordinate of its end
   };
-  // The staging buffer as `count` slots of `bytes`: transfer i uses slot i % count.
+  // The staging buffer as `count` slots of `bytes`: transfer i uses slot i % count,
+  // placed kGuardBytes into it (plus its region offset % 64 in sampled mode).
   struct Slots {
     std::uint64_t bytes;
     unsigned count;

@@ -1,7 +1,11 @@
 #include "core/local_peer.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <string>
+
+#include "core/run_config.hpp"
 
 namespace rxv {
 
@@ -23,6 +27,50 @@ Result<void> LocalPeer::fill(std::uint64_t st_off, std::uint64_t region_off, std
   pattern_fill(buf_.data() + st_off, region_off, len, key);
   return {};
 }
+void LocalPeer::arm_guards(std::uint64_t st, std::uint64_t len) {
+  if (st > buf_.size() || len > buf_.size() - st) return;
+  guarded_ = true;
+  const std::uint64_t head = std::min(st, kGuardBytes), tail = std::min(buf_.size() - st - len, kGuardBytes);
+  std::memset(buf_.data() + st - head, kGuardByte, head);
+  std::memset(buf_.data() + st + len, kGuardByte, tail);
+}
+
+namespace {
+// The guards of staging[st, +len) (armed by arm_guards) as a finding in region
+// coordinates (the transfer is region [region_off, +len)), or ok.
+VerifyOutcome check_guards(const unsigned char* staging, std::uint64_t staging_size, std::uint64_t st,
+                           std::uint64_t region_off, std::uint64_t len) {
+  VerifyOutcome v;
+  const std::uint64_t head = std::min(st, kGuardBytes), tail = std::min(staging_size - st - len, kGuardBytes);
+  Mismatch m;
+  std::uint64_t before = 0, after = 0;
+  auto note = [&](std::uint64_t region_pos, unsigned char actual) {
+    if (m.bad_bytes++ == 0) {
+      m.region_offset = region_pos;
+      m.expected = LocalPeer::kGuardByte;
+      m.actual = actual;
+      m.first_bad_page = region_pos / 4096;
+    }
+    m.last_bad_offset = region_pos;
+  };
+  for (std::uint64_t k = 0; k < head; ++k)
+    if (unsigned char a = staging[st - head + k]; a != LocalPeer::kGuardByte) {
+      ++before;
+      note(region_off >= head - k ? region_off - (head - k) : 0, a);
+    }
+  for (std::uint64_t k = 0; k < tail; ++k)
+    if (unsigned char a = staging[st + len + k]; a != LocalPeer::kGuardByte) {
+      ++after;
+      note(region_off + len + k, a);
+    }
+  if (m.bad_bytes == 0) return v;
+  v.ok = false;
+  v.mismatch = m;
+  v.explanation = guard_explanation(before, after, region_off, len);
+  return v;
+}
+}  // namespace
+
 VerifyOutcome LocalPeer::verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
                                 std::uint64_t key, const std::vector<KeyCandidate>& candidates,
                                 std::uint64_t region_size) {
@@ -43,7 +91,9 @@ VerifyOutcome LocalPeer::verify(std::uint64_t st_off, std::uint64_t region_off, 
       v.explanation =
           "not explained (this peer explained its first " + std::to_string(kMaxExplained) + " mismatches)";
     }
+    return v;
   }
+  if (guarded_) return check_guards(buf_.data(), buf_.size(), st_off, region_off, len);
   return v;
 }
 

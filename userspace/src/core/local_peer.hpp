@@ -17,6 +17,8 @@ class LocalPeer final : public Peer {
   // without the search (on `serve` a client could otherwise ask for one search after
   // another: explain_mismatch costs up to ~10 ms).
   static constexpr unsigned kMaxExplained = 8;
+  // What arm_guards() writes around a WRITE's destination.
+  static constexpr unsigned char kGuardByte = 0xA5;
   // Registers `size` bytes on dev; check ok()/error().
   LocalPeer(Device& dev, std::uint64_t size);
   bool ok() const { return mr_ != nullptr; }
@@ -26,6 +28,8 @@ class LocalPeer final : public Peer {
   std::uint64_t staging_size() const override { return buf_.size(); }
   Result<void> fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
                     std::uint64_t key) override;
+  void arm_guards(std::uint64_t st_off, std::uint64_t len) override;
+  // The data check, then (once arm_guards was used) the guards around the range.
   VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len, std::uint64_t key,
                        const std::vector<KeyCandidate>& candidates, std::uint64_t region_size) override;
 
@@ -34,6 +38,7 @@ class LocalPeer final : public Peer {
   std::unique_ptr<MemoryRegion> mr_;
   int err_ = 0;
   unsigned explained_ = 0;
+  bool guarded_ = false;
 };
 
 }  // namespace rxv

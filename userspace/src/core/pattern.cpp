@@ -16,6 +16,10 @@ std::uint64_t pattern_key(std::uint64_t seed, std::uint32_t pass, Phase phase) {
   return mix64(mix64(seed) ^ (static_cast<std::uint64_t>(pass) << 8) ^ static_cast<std::uint64_t>(phase));
 }
 
+std::uint64_t transfer_key(std::uint64_t loop_key, std::uint64_t seq) {
+  return mix64(loop_key ^ ((seq + 1) * 0xC2B2AE3D27D4EB4Full));
+}
+
 std::uint64_t page_key(std::uint64_t key, std::uint64_t page) {
   return mix64(key ^ (page * 0xD1B54A32D192ED03ull));
 }
@@ -149,6 +153,17 @@ std::optional<Mismatch> pattern_verify(const void* srcv, std::uint64_t off, std:
   return m;
 }
 
+std::string guard_explanation(std::uint64_t before, std::uint64_t after, std::uint64_t off,
+                              std::uint64_t len) {
+  std::string r =
+      "guard bytes around region [" + std::to_string(off) + ", +" + std::to_string(len) + ") changed: ";
+  if (after) r += std::to_string(after) + " past its end (overrun: the transfer wrote beyond its range)";
+  if (after && before) r += ", ";
+  if (before)
+    r += std::to_string(before) + " before its start (underrun: the transfer wrote before its range)";
+  return r;
+}
+
 std::string explain_mismatch(const void* srcv, std::uint64_t region_off, std::size_t len, const Mismatch& m,
                              std::uint64_t key, const std::vector<KeyCandidate>& candidates,
                              std::uint64_t region_size) {
@@ -162,6 +177,15 @@ std::string explain_mismatch(const void* srcv, std::uint64_t region_off, std::si
   if (actual == 0) return "zero bytes found (short or missing transfer)";
   for (const auto& c : candidates)
     if (pattern_word(c.key, w) == actual) return "data of " + c.label + " found (stale page)";
+  // An earlier transfer's bytes (its own key): stale data the transfer did not replace.
+  if (!candidates.empty()) {
+    const std::uint64_t seqs = kExplainMaxTransferKeys / candidates.size();
+    for (std::uint64_t j = 0; j < seqs; ++j)
+      for (auto c = candidates.rbegin(); c != candidates.rend(); ++c)
+        if (std::uint64_t k = transfer_key(c->key, j); k != key && pattern_word(k, w) == actual)
+          return "data of transfer " + std::to_string(j) + " of " + c->label +
+                 " found (stale: an earlier transfer's bytes, this one did not arrive there)";
+  }
   // Misplaced: same key, other word with the same position inside its page. region_size
   // comes from the peer on `serve`, so the search is bounded: at most kExplainMaxPages
   // pages, centred on the bad one when the region has more.

@@ -7,6 +7,12 @@
 // left by a short transfer or a shifted transfer all disagree with the expected words.
 // Fill and verify work on any byte range (unaligned head/tail handled bytewise) and
 // cost one xor + one add per word in the inner loop.
+//
+// A run uses one key per transfer, transfer_key(loop key, sequence number in its loop),
+// so the bytes a transfer must deliver exist nowhere else before it: an earlier
+// transfer's bytes at the same offsets (sampled transfers overlap) are stale data, not
+// a pass. The per-transfer key costs one mix64 per transfer, nothing per byte (a
+// poisoned destination would cost a fill of every transfer's length: issue 62).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +28,8 @@ enum class Phase : std::uint32_t { Write = 1, Read = 2, Probe = 3 };
 
 std::uint64_t mix64(std::uint64_t x);
 std::uint64_t pattern_key(std::uint64_t seed, std::uint32_t pass, Phase phase);
+// The key of transfer `seq` (0, 1, ...) of the loop whose key is `loop_key`.
+std::uint64_t transfer_key(std::uint64_t loop_key, std::uint64_t seq);
 std::uint64_t page_key(std::uint64_t key, std::uint64_t page);
 std::uint64_t pattern_word(std::uint64_t key, std::uint64_t word_index);
 std::uint8_t pattern_byte(std::uint64_t key, std::uint64_t region_offset);
@@ -49,7 +57,17 @@ std::optional<Mismatch> pattern_verify(const void* src, std::uint64_t region_off
 // (16 GiB of 4 KiB pages: ~10 ms, ~60 ms under the fuzzer's sanitizers): region_size is a
 // peer's word on `serve`.
 inline constexpr std::uint64_t kExplainMaxPages = std::uint64_t{1} << 22;
+// ... and for an earlier transfer's bytes among at most this many transfer keys (sequence
+// numbers 0, 1, ... of each candidate loop, nearest first; ~10 ms).
+inline constexpr std::uint64_t kExplainMaxTransferKeys = std::uint64_t{1} << 20;
 
+// A transfer's guard bytes (the bytes each side of its destination, checked after it)
+// that changed: `before` of them before its start, `after` past its end.
+std::string guard_explanation(std::uint64_t before, std::uint64_t after, std::uint64_t region_off,
+                              std::uint64_t len);
+
+// A loop that may have left its bytes: `key` is its loop key (its transfers' keys are
+// transfer_key(key, seq)).
 struct KeyCandidate {
   std::uint64_t key;
   std::string label;  // e.g. "pass 1 write"

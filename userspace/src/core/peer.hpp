@@ -21,6 +21,14 @@ class Peer {
   // error is the peer's or the connection's.
   virtual Result<void> fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
                             std::uint64_t key) = 0;
+  // Before a WRITE lands in staging[st_off, +len): set the guard bytes around it
+  // (kGuardBytes each side) so verify() can tell an overrun. A peer that cannot does
+  // nothing and its verify() checks no guards (RemotePeer: it would cost a round trip
+  // per transfer).
+  virtual void arm_guards(std::uint64_t st_off, std::uint64_t len) {
+    (void)st_off;
+    (void)len;
+  }
   virtual VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
                                std::uint64_t key, const std::vector<KeyCandidate>& candidates,
                                std::uint64_t region_size) = 0;

@@ -171,7 +171,7 @@ class Loop {
   // The work requests of transfer next_, once a staging slot is free and it is prepared;
   // false when no slot is free or it failed.
   bool start_transfer(std::size_t ver) {
-    if (next_ - ver >= slots_) return false;
+    if (next_ - ver >= slots_ || waits_for_overlap(next_, ver)) return false;
     if (s_.prepare) {
       if (auto prepared = s_.prepare(next_); !prepared) {
         fail(LoopFailure::Kind::Prepare, next_, 0, 0, prepared.error().summary);
@@ -188,6 +188,15 @@ class Loop {
     return true;
   }
 
+  // True when transfer i overlaps one still in flight (WRITE) or not yet verified (READ)
+  // among those before it: it waits (LoopSpec::overlaps).
+  bool waits_for_overlap(std::size_t i, std::size_t ver) const {
+    if (!s_.overlaps || i >= s_.count) return false;
+    for (std::size_t j = s_.op == OpCode::Read ? ver : completed_; j < std::min(i, next_ + 1); ++j)
+      if (s_.overlaps(i, j)) return true;
+    return false;
+  }
+
   // Posts the next pending WR; false when the post failed.
   bool post_next_wr(std::size_t ver) {
     WorkRequest& w = pending_[pending_pos_];
@@ -196,7 +205,8 @@ class Loop {
     // staging slots all unverified), or nothing would ever report this one's
     // completion; and every sig_wr-th WR so the queue keeps draining.
     const bool stall = posted_ - done_wr_ + 1 >= depth_ ||
-                       (last_of_transfer && (next_ + 1 == s_.count || next_ + 1 - ver >= slots_));
+                       (last_of_transfer && (next_ + 1 == s_.count || next_ + 1 - ver >= slots_ ||
+                                             waits_for_overlap(next_ + 1, ver)));
     w.wr_id = posted_ + 1;
     w.op = s_.op;
     w.signaled = stall || w.wr_id % sig_wr_ == 0;

@@ -45,8 +45,13 @@ struct LoopSpec {
   // Main thread, whenever the count of verified transfers grew (progress display).
   std::function<void(std::size_t verified)> progress;
   std::function<std::uint64_t(std::size_t)> bytes;  // payload of transfer i
-  unsigned depth = 128;                             // WRs in flight
-  unsigned slots = 2;                               // transfers posted and not yet verified
+  // True when transfer i (> j) may not be in flight with transfer j: their ranges in the
+  // region overlap, and each carries its own pattern. i waits until j completed (WRITE:
+  // its source was read) or was verified (READ: its destination was checked). Unset:
+  // no transfer waits for another.
+  std::function<bool(std::size_t i, std::size_t j)> overlaps;
+  unsigned depth = 128;  // WRs in flight
+  unsigned slots = 2;    // transfers posted and not yet verified
   // No-progress limit while `in_flight_bytes` are outstanding.
   std::function<std::chrono::milliseconds(std::uint64_t in_flight_bytes)> deadline;
   bool threaded = true;  // false: check inline on the main thread (no overlap)

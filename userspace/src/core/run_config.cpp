@@ -5,8 +5,8 @@
 namespace rxv {
 
 std::uint64_t staging_slot_bytes(const RunConfig& c) {
-  if (c.mode == Mode::Full) return std::min<std::uint64_t>(c.msg_size, kMaxMsgSize);
-  return std::min<std::uint64_t>(c.sample_max, kMaxMsgSize) + 64;
+  if (c.mode == Mode::Full) return std::min<std::uint64_t>(c.msg_size, kMaxMsgSize) + 2 * kGuardBytes;
+  return std::min<std::uint64_t>(c.sample_max, kMaxMsgSize) + 64 + 2 * kGuardBytes;
 }
 
 unsigned staging_slots(const RunConfig& c) {

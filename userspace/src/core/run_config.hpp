@@ -28,11 +28,16 @@ struct RunConfig {
   std::uint64_t min_transfers = 0;
 };
 
+// Guard bytes each side of a transfer's destination, checked after it: an overrun (or
+// underrun) of its range changes them.
+inline constexpr std::uint64_t kGuardBytes = 64;
+
 // Staging memory (the peer's pinned buffer) is `slots` slots of one transfer each:
-//   slot  = msg-size (full mode) or sample-max + 64 (sampled mode), at most 2 GiB
+//   slot  = msg-size (full mode) or sample-max + 64 (sampled mode), at most 2 GiB,
+//           plus 2 x kGuardBytes (the guards around the transfer placed in it)
 //   slots = min(tx-depth, max(2, 16 MiB / slot))
-// so staging = slots x slot: 16 MiB or less for transfers up to 8 MiB, two transfers
-// above that (128 MiB at the default 64 MiB msg-size in full mode).
+// so staging = slots x slot: about 16 MiB or less for transfers up to 8 MiB, two
+// transfers above that (128 MiB + 256 B at the default 64 MiB msg-size in full mode).
 inline constexpr std::uint64_t kStagingBudget = 16ull << 20;
 std::uint64_t staging_slot_bytes(const RunConfig& c);
 unsigned staging_slots(const RunConfig& c);
