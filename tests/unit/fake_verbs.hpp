@@ -99,6 +99,7 @@ struct FakeControl {
   unsigned faults = 0;     // faults injected
   unsigned prot_errs = 0;  // completions with a key/bounds error (LOC_PROT, REM_ACCESS, LOC_LEN)
   int max_sge = 32;
+  std::uint64_t max_mr_size = ~0ull;  // the device cap (rxe: no limit)
   int ops = 0;
   int regs = 0;
   std::size_t max_sges_seen = 0;
@@ -334,7 +335,7 @@ class FakeDevice final : public Device {
   DeviceCaps caps() override {
     DeviceCaps d;
     d.max_sge = c_.max_sge;
-    d.max_mr_size = ~0ull;
+    d.max_mr_size = c_.max_mr_size;
     return d;
   }
   RegResult reg_mr(void* addr, std::size_t len) override {

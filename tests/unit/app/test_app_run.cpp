@@ -382,3 +382,24 @@ TEST(AppRun, UnknownDeviceIsAUsageError) {
     EXPECT_EQ(u.exit(), kExitUsage);
   }
 }
+
+// The device's max_mr_size is respected: a region (or one --split piece) above it is a
+// usage error naming the limit and --split, before anything is allocated.
+TEST(AppRun, RegionAboveMaxMrSizeIsAUsageError) {
+  FakeControl c;
+  c.max_mr_size = 16ull << 20;  // the 15 MiB sampled staging buffer fits
+  FakeProvider prov(c);
+  FakeHost host;
+  try {
+    run_command(small_run({"32M"}), prov, host);
+    ADD_FAILURE() << "no usage error";
+  } catch (const UsageError& u) {
+    EXPECT_EQ(u.exit(), kExitUsage);
+    EXPECT_NE(std::string(u.what()).find("max_mr_size (16 MiB)"), std::string::npos) << u.what();
+    EXPECT_NE(std::string(u.what()).find("--split"), std::string::npos) << u.what();
+  }
+  EXPECT_EQ(c.regs, 0);
+  auto o = small_run({"32M"});
+  o.split = 4;  // four 8 MiB MRs fit
+  EXPECT_EQ(run_command(o, prov, host).exit, kExitPass);
+}

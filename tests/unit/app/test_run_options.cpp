@@ -142,3 +142,16 @@ TEST(RunOptionsSpin, ConflictsAndBadValuesAreUsageErrors) {
     EXPECT_EQ(usage_of(o), c.line);
   }
 }
+
+// A size whose sum with --offset, the staging buffer and the guard room does not fit 64
+// bits is a usage error (it wrapped to a small number and passed the memory check, even
+// more so with --force, and failed later as out_of_memory or worse).
+TEST(RunOptionsSizes, SumBeyond64BitsIsAUsageError) {
+  auto o = small_run({"16777215T+1099511627775"});  // 2^64 - 1
+  o.force = true;
+  EXPECT_EQ(usage_of(o).rfind("--size: ", 0), 0u) << usage_of(o);
+  EXPECT_NE(usage_of(o).find("does not fit 64 bits"), std::string::npos) << usage_of(o);
+  o.sizes = {"16777215T"};  // 2^64 - 2^40: + 16 MiB staging still fits
+  o.offset = "16";
+  EXPECT_EQ(usage_of(o).find("does not fit"), std::string::npos) << usage_of(o);
+}

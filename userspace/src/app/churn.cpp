@@ -26,7 +26,7 @@ Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host
   cfg.read_buddyinfo = [&host] { return host.read("/proc/buddyinfo"); };
   cfg.run.seed = seed_or_random(o.seed);
   const std::uint64_t staging = cfg.traffic ? staging_bytes_for(cfg.run) : 0;
-  check_ram(host, "--size", cfg.size, cfg.size + cfg.offset + staging, o.force);
+  check_ram(host, "--size", cfg.size, checked_total("--size", cfg.size, {cfg.offset, staging}), o.force);
 
   ChurnReport rep;
   rep.kernel = host.kernel();

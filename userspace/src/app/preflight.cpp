@@ -4,6 +4,7 @@
 
 #include "app/options.hpp"
 #include "base/cause.hpp"
+#include "base/size.hpp"
 #include "core/diagnosis.hpp"
 #include "core/plan.hpp"
 #include "sys/memfit.hpp"
@@ -23,6 +24,17 @@ void check_ram(HostEnv& host, const std::string& what, std::uint64_t requested, 
   if (fits) return;
   throw_if_usage(fits.error());
   throw NotReadyError(fits.error().summary);
+}
+
+std::uint64_t checked_total(const std::string& what, std::uint64_t requested,
+                            std::initializer_list<std::uint64_t> more) {
+  std::uint64_t total = requested;
+  for (std::uint64_t m : more)
+    if (__builtin_add_overflow(total, m, &total))
+      usage(what + ": " + format_size(requested) +
+            " with the offset, the staging buffer and the guard bytes does not fit 64 bits; give a smaller "
+            "size");
+  return total;
 }
 
 std::uint64_t run_pinned_bytes(std::uint64_t offset, std::uint64_t largest, unsigned split,

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <string>
 
+#include <initializer_list>
 #include "base/result.hpp"
+
 #include "sys/host_env.hpp"
 
 namespace rxv {
@@ -13,6 +15,10 @@ namespace rxv {
 void check_ram(HostEnv& host, const std::string& what, std::uint64_t requested, std::uint64_t bytes,
                bool force);
 std::uint64_t mem_total(HostEnv& host);
+// `requested` plus `more` (offset, staging buffer, guard room), or a usage error (exit 2)
+// naming `what` when the sum does not fit 64 bits (it would wrap to a small number).
+std::uint64_t checked_total(const std::string& what, std::uint64_t requested,
+                            std::initializer_list<std::uint64_t> more);
 
 // What a run pins at once (bytes): the largest region over `split` MRs at `offset` and
 // its staging buffer (at least 2 MiB, as doctor counts). memlock_preflight: a

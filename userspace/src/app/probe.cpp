@@ -38,7 +38,7 @@ ProbeRange probe_range(const ProbeCommandConfig& o, HostEnv& host) {
   if (r.min > r.max)
     usage("--min " + format_size(r.min) + " is larger than --max " + format_size(r.max) +
           "; pass a --min no larger than --max");
-  check_ram(host, "--max", r.max, r.max + r.offset, o.force);
+  check_ram(host, "--max", r.max, checked_total("--max", r.max, {r.offset}), o.force);
   return r;
 }
 

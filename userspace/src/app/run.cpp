@@ -120,6 +120,27 @@ Result<void> whole_run_memlock(HostEnv& host, const RunOptions& ro) {
                            "the " + format_size(largest) + " region and the staging buffer");
 }
 
+// Each size's largest MR (one --split piece) and the staging buffer within the device's
+// max_mr_size, or a usage error naming the limit (before anything is allocated).
+void check_max_mr(std::uint64_t max_mr, const std::string& dev, const RunOptions& ro, std::uint64_t staging) {
+  if (max_mr == 0) return;
+  const std::string limit = dev + "'s max_mr_size (" + format_size(max_mr) + ")";
+  for (std::uint64_t s : ro.sizes) {
+    const SplitLayout l = SplitLayout::make(s, ro.cfg.offset % kPageSize, ro.cfg.split);
+    std::uint64_t piece = 0;
+    for (unsigned i = 0; i < l.count(); ++i) piece = std::max(piece, l.starts[i + 1] - l.starts[i]);
+    if (piece > max_mr)
+      usage("--size: " + format_size(s) +
+            (l.count() > 1
+                 ? " in " + std::to_string(l.count()) + " MRs needs one of " + format_size(piece) + ", above "
+                 : " is above ") +
+            limit + "; give a smaller size or more MRs with --split N");
+  }
+  if (staging > max_mr)
+    usage("--msg-size: the " + format_size(staging) + " staging buffer is above " + limit +
+          "; give a smaller --msg-size");
+}
+
 }  // namespace
 
 Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
@@ -146,6 +167,7 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   PortInfo pi = dev->port();
   if (auto up = check_port_active(dc, pi); !up) return env_fail(up.error());
   if (pi.max_msg_sz && cfg.msg_size > pi.max_msg_sz) cfg.msg_size = pi.max_msg_sz;
+  check_max_mr(dev->caps().max_mr_size, dc.name, ro, staging_bytes_for(cfg));
 
   QpParams qpp;
   qpp.gid_index = dc.gid_index;

@@ -84,7 +84,11 @@ RunOptions validate_run_options(const RunCommandConfig& o, HostEnv& host) {
   if (o.timeout < 0) usage("--timeout: must not be negative");
   cfg.two_host = !o.connect.empty();
   cfg.progress = !o.no_progress && !o.json && stderr_is_tty();
-  for (auto s : sizes) check_ram(host, "--size", s, s + cfg.offset + staging_bytes_for(cfg), o.force);
+  // the region's mapping (a page before it, guard bytes after it), the staging buffer
+  for (auto s : sizes)
+    check_ram(host, "--size", s,
+              checked_total("--size", s, {cfg.offset, staging_bytes_for(cfg), kPageSize + kGuardBytes}),
+              o.force);
   if (cfg.two_host) {
     auto hp = parse_host_port(o.connect);
     if (!hp) usage("--connect: " + hp.error().summary);
