@@ -180,6 +180,31 @@ TEST(Pipeline, InlineCheckingGivesTheSameResult) {
   EXPECT_EQ(r.verified, 100u);
 }
 
+// Transfers that overlap (each with its own pattern) are never in flight together: with
+// every odd transfer overlapping the one before it, a WRITE waits for that one's
+// completion, a READ for its verification; an even one goes in flight with the odd one
+// before it.
+TEST(Pipeline, OverlappingTransfersWaitForTheEarlierOne) {
+  for (OpCode op : {OpCode::Write, OpCode::Read}) {
+    Lane l(200, 16, 64);
+    l.spec.op = op;
+    std::vector<std::size_t> started;
+    std::size_t violations = 0;
+    l.spec.overlaps = [](std::size_t i, std::size_t j) { return i % 2 == 1 && j + 1 == i; };
+    l.spec.prepare = [&](std::size_t i) -> Result<void> {
+      // transfer i-1 done (WRITE: completed, so executed by the fake; READ: checked)
+      if (i % 2 == 1 && (op == OpCode::Read ? l.checked.load() < i : l.ctl.ops < static_cast<int>(i)))
+        ++violations;
+      return {};
+    };
+    auto r = l.run();
+    ASSERT_TRUE(r.ok()) << describe(r.failure);
+    EXPECT_EQ(r.verified, 200u);
+    EXPECT_EQ(violations, 0u) << (op == OpCode::Write ? "write" : "read");
+    EXPECT_EQ(l.ctl.max_in_flight, 2u);  // an odd one waits; the even one after it does not
+  }
+}
+
 // The error of a prepare step (a peer's fill) stops posting and is the failure's text.
 TEST(Pipeline, PrepareErrorStopsTheLoopWithItsText) {
   Lane l(20, 4, 64);
