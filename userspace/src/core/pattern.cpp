@@ -181,9 +181,9 @@ std::string explain_mismatch(const void* srcv, std::uint64_t region_off, std::si
   if (!candidates.empty()) {
     const std::uint64_t seqs = kExplainMaxTransferKeys / candidates.size();
     for (std::uint64_t j = 0; j < seqs; ++j)
-      for (auto c = candidates.rbegin(); c != candidates.rend(); ++c)
-        if (std::uint64_t k = transfer_key(c->key, j); k != key && pattern_word(k, w) == actual)
-          return "data of transfer " + std::to_string(j) + " of " + c->label +
+      for (const auto& c : candidates)
+        if (std::uint64_t k = transfer_key(c.key, j); k != key && pattern_word(k, w) == actual)
+          return "data of transfer " + std::to_string(j) + " of " + c.label +
                  " found (stale: an earlier transfer's bytes, this one did not arrive there)";
   }
   // Misplaced: same key, other word with the same position inside its page. region_size
