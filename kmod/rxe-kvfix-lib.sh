@@ -229,6 +229,7 @@ rxe_kvfix_tar_filter() {
 # alone (dpkg-source's format 1.0 .diff.gz). A file created by the diff ("--- /dev/null")
 # is decided by its "+++ " line. Hunks are counted, so a removed line that starts with
 # "-- " is never taken for a file's header.
+# shellcheck disable=SC2120  # --with-makefile: passed by kmod/rxe-kvfix-fetch-debian.sh
 rxe_kvfix_rxe_diff() {
 	local mk=0
 	[[ ${1:-} != --with-makefile ]] || mk=1
