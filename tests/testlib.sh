@@ -191,6 +191,34 @@ t_fake_headers_deb() {
 	rm -rf "$d"
 }
 
+# --- a host test's start ----------------------------------------------------------
+# t_no_args USAGE "$@": a test that takes no arguments: -h or --help prints USAGE and
+# exits 0; any other argument prints it to stderr and exits 2
+t_no_args() {
+	local u=$1
+	shift
+	if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+		echo "$u"
+		exit 0
+	fi
+	(($# == 0)) || {
+		echo "$u" >&2
+		exit 2
+	}
+}
+# t_workdir NAME: W, a new temporary directory, removed on exit (a signal included)
+# after the background jobs still running are killed
+t_workdir() {
+	W=$(mktemp -d "${TMPDIR:-/tmp}/rxe-kvfix-$1.XXXXXX")
+	rxe_on_exit t_workdir_cleanup
+}
+# shellcheck disable=SC2317  # invoked by trap
+t_workdir_cleanup() {
+	local p
+	for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done
+	rm -rf "$W"
+}
+
 # --- another Debian suite for a build root's apt ---------------------------------
 # t_apt_add_suite ROOT SUITE NAME: SUITE, from the mirror ROOT's apt already uses
 # (vmhost/mkroot's rxe-kvfix.sources), made known to ROOT's apt as NAME.sources and

@@ -37,23 +37,8 @@ export RXE_PROG
 . "$HERE/standin-lib.sh"
 t_suite kmod-lock
 
-usage() { echo "Usage: tests/kmod/lock-test.sh   (host only: flock, dpkg-deb, xz; root for the repair case)"; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || {
-	usage
-	exit 0
-}
-(($# == 0)) || {
-	usage >&2
-	exit 2
-}
-
-W=$(mktemp -d "${TMPDIR:-/tmp}/rxe-kvfix-lock.XXXXXX")
-cleanup() {
-	local p
-	for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done
-	rm -rf "$W"
-}
-rxe_on_exit cleanup
+t_no_args "Usage: tests/kmod/lock-test.sh   (host only: flock, dpkg-deb, xz; root for the repair case)" "$@"
+t_workdir lock
 
 missing=()
 for c in flock dpkg-deb xz timeout; do command -v "$c" >/dev/null || missing+=("$c"); done

@@ -26,23 +26,8 @@ export RXE_PROG
 . "$REPO/tests/testlib.sh"
 t_suite kmod-wait
 
-usage() { echo "Usage: tests/kmod/wait-test.sh   (host only: python3, pgrep; root)"; }
-[[ ${1:-} != -h && ${1:-} != --help ]] || {
-	usage
-	exit 0
-}
-(($# == 0)) || {
-	usage >&2
-	exit 2
-}
-
-W=$(mktemp -d "${TMPDIR:-/tmp}/rxe-kvfix-wait.XXXXXX")
-cleanup() {
-	local p
-	for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done
-	rm -rf "$W"
-}
-rxe_on_exit cleanup
+t_no_args "Usage: tests/kmod/wait-test.sh   (host only: python3, pgrep; root)" "$@"
+t_workdir wait
 
 K=7.1.20-300.fc44.x86_64
 mkdir -p "$W/bin" "$W/state" "$W/run" "$W/mods/$K/build"
