@@ -10,7 +10,7 @@
 # index updates of ~35 MB each; the translated-locale case 9 s of it: 3 s to make
 # the locale, 6 s its fetch; the broken third-party sources 20 s: 12 s the fetch
 # beside them, 8 s the needed source unreadable; the Ubuntu HWE source package, format
-# 1.0, about 10 s).
+# 1.0, about 10 s; the held and half-configured kernels, case 10, about 10 s).
 set -euo pipefail
 
 usage() { echo "Usage: in-root-fetch.sh SRC"; }
@@ -217,6 +217,49 @@ run_case "local repository, translated locale (LANG=de_DE.UTF-8 LANGUAGE=de): no
 	"^$K5 affected-kzalloc_objs fetch\$" "${de_env[@]}" "$PREP" --classify --out /tmp/out5 "$K5"
 dpkg -P "linux-headers-$K5" >/dev/null
 "$HOOK" postrm "$K5"
+
+# 10. a kernel that is installed but not in state ii: held with apt-mark hold (hi),
+# and one whose own postinst runs the kernel hook (dpkg marks it half-configured,
+# iF, before it runs the postinst, as a kernel's postinst running DKMS is). Both are
+# Debian's kernels with their version: the source package is fetched for them.
+K10=9.8.1-rxetest-held
+t_fake_headers_deb "$K10" 9.8.1-1
+apt-mark hold "linux-headers-$K10" >/dev/null
+t_check "held kernel: linux-headers-$K10 is hi after apt-mark hold" \
+	test "$(dpkg-query -W -f '${db:Status-Abbrev}' "linux-headers-$K10")" = "hi "
+run_case "local repository, held kernel (apt-mark hold, dpkg state hi): fetched as the source package" 0 \
+	"^$K10 affected-kzalloc_objs fetch\$" "$PREP" --classify --out /tmp/out10 "$K10"
+apt-mark unhold "linux-headers-$K10" >/dev/null
+dpkg -P "linux-headers-$K10" >/dev/null
+"$HOOK" postrm "$K10"
+K10c=9.8.1-rxetest-cfg
+d10=$(mktemp -d)
+mkdir -p "$d10/pkg/DEBIAN"
+printf 'Package: linux-headers-%s\nVersion: 9.8.1-1\nArchitecture: all\nMaintainer: rxe-kvfix tests <root@localhost>\nDescription: rxe-kvfix test: a kernel whose postinst runs the hook\n' \
+	"$K10c" >"$d10/pkg/DEBIAN/control"
+cat >"$d10/pkg/DEBIAN/postinst" <<'POSTINST'
+#!/bin/sh
+[ "$1" = configure ] || exit 0
+dpkg-query -W -f '${db:Status-Abbrev}\n' linux-headers-@K@ >/tmp/state10c
+@PREP@ --classify --out /tmp/out10c @K@ >/tmp/classify10c 2>&1 || echo "exit $?" >>/tmp/classify10c
+exit 0
+POSTINST
+sed -i "s|@K@|$K10c|g; s|@PREP@|$PREP|g" "$d10/pkg/DEBIAN/postinst"
+chmod 755 "$d10/pkg/DEBIAN/postinst"
+dpkg-deb -b "$d10/pkg" "$d10/h.deb" >/dev/null
+rm -f /tmp/state10c /tmp/classify10c
+dpkg -i "$d10/h.deb" >/dev/null
+rm -rf "$d10"
+t_start "local repository, kernel configured inside its own postinst (dpkg state iF): fetched as the source package"
+if [[ $(cat /tmp/state10c 2>/dev/null) != 'iF ' ]]; then
+	t_fail "the postinst saw state '$(cat /tmp/state10c 2>/dev/null)', not iF: the case could not fail"
+elif ! grep -qx "$K10c affected-kzalloc_objs fetch" /tmp/classify10c; then
+	t_fail "$(tail -n2 /tmp/classify10c | tr '\n' ' ')"
+else
+	t_pass
+fi
+dpkg -P "linux-headers-$K10c" >/dev/null
+"$HOOK" postrm "$K10c"
 
 # 6. a broken third-party apt source beside the local repository: a flat one without
 # a Release file (an empty directory) and one where nothing listens (127.0.0.1, a
