@@ -2,7 +2,7 @@
 # rxe-kvfix-fetch-debian.sh: the Debian half of kmod/rxe-kvfix-fetch, which sources
 # it from beside itself (and calls from_deb, download_binary, from_archive); not
 # executed. It uses the fetch's globals (KREL VER XY UPSTREAM CACHE TIMEOUT WORK
-# TREE_OUT AGAIN T1 BYTES ORIGIN) and helpers (fail say keep_tree stats).
+# TREE_OUT AGAIN T1 BYTES ORIGIN ARCHIVE) and helpers (fail say keep_tree stats).
 #
 #   1. apt-get download linux-source-X.Y=VERSION (Ubuntu's linux-source-X.Y.Z: the
 #      identity's KERNEL_SRCBIN): the binary package Debian builds from the kernel's source (its hash is checked by apt against the archive's
@@ -22,6 +22,9 @@
 #      updates over the X.Y tarball) are applied where they touch the rxe directory. When the archive serves the upstream
 #      tarball of the version but not Debian's part (some mirrors answer 404 for
 #      old revisions), the upstream source is used and the provenance says so.
+#   3. Where no configured suite indexes VERSION any more, the snapshot archive
+#      (snapshot_index, below; archive=never turns it off). The provenance's
+#      archive= line says which served it: repository or snapshot.
 
 # apt_err LOG: apt's error, short and without the archive's address: a failed
 # download as "FILE: 404 Not Found" (the upstream tarball's when it is among
@@ -54,7 +57,7 @@ SRCPKG=${KERNEL_SRCPKG:-linux}
 VERIFIED="apt (the .deb's hash in the archive index signed by its Release key)"
 # download_binary: sets DEB, or leaves it empty when the archive serves no such
 # package (then the source archive is tried)
-DEB=''
+DEB='' DEB_ARCHIVE=''
 download_binary() {
 	local pkg=$KERNEL_SRCBIN d=$WORK/bin rc=0
 	mkdir -p "$d"
@@ -69,7 +72,7 @@ download_binary() {
 		fail "apt-get download $pkg=$VER failed ($(apt_err "$WORK/bin.log"))" \
 			"on a host that reaches the archive run apt-get download $pkg=$VER, put that .deb in $CACHE/, $AGAIN"
 	fi
-	DEB=$(find "$d" -maxdepth 1 -name "${pkg}_*.deb" -print -quit)
+	DEB=$(find "$d" -maxdepth 1 -name "${pkg}_*.deb" -print -quit) DEB_ARCHIVE=repository
 	[[ -n $DEB ]] || fail "apt-get download $pkg=$VER left no .deb" "report it; $AGAIN"
 	T1=$(date +%s.%N) BYTES=$(stat -c %s "$DEB")
 }
@@ -102,7 +105,8 @@ from_deb() {
 	keep_tree "$top" "${pkg}_$VER.tar.xz" \
 		"package=$pkg
 file=$(basename "$deb")
-sha256=$sum
+sha256=$sum${DEB_ARCHIVE:+
+archive=$DEB_ARCHIVE}
 bytes=$(stat -c %s "$deb")
 verified=$VERIFIED"
 }
@@ -160,15 +164,21 @@ from_archive() {
 	# the stanza of exactly VERSION: its files and their SHA-256 from the signed index
 	apt-cache "${APTO[@]}" showsrc --only-source "$SRCPKG" 2>/dev/null |
 		awk -v v="$VER" 'BEGIN { RS = "" } index($0, "\nVersion: " v "\n") { print; exit }' >"$WORK/stanza" || true
+	local served=repository
 	if [[ ! -s $WORK/stanza ]]; then
-		if ((rc != 0)); then
+		# the configured suites index it no more (a newer upload replaced it, or
+		# the source is unreadable): the snapshot archive, unless archive=never
+		if [[ $ARCHIVE == auto ]] && snapshot_index; then
+			served=snapshot
+		elif ((rc != 0)); then
 			cat "$WORK/upd.log" >&2
-			fail "cannot read the source archive's index: no source apt read indexes the source package $SRCPKG $VER, and it could not read $(apt_unread "$WORK/upd.log" | grep . || apt_err "$WORK/upd.log")" "$remedy"
+			fail "cannot read the source archive's index: no source apt read indexes the source package $SRCPKG $VER, and it could not read $(apt_unread "$WORK/upd.log" | grep . || apt_err "$WORK/upd.log")${SNAP_WHY:+; $SNAP_WHY}" "$remedy"
+		else
+			fail "the archive this host's apt knows serves neither $KERNEL_SRCBIN=$VER nor the source package $SRCPKG $VER${SNAP_WHY:+; $SNAP_WHY}" \
+				"$remedy"
 		fi
-		fail "the archive this host's apt knows serves neither $KERNEL_SRCBIN=$VER nor the source package $SRCPKG $VER" \
-			"$remedy"
 	fi
-	((rc == 0)) || say "ignored what apt could not read ($(apt_unread "$WORK/upd.log" | grep . || apt_err "$WORK/upd.log")): $SRCPKG $VER is in the signed index of a source it read"
+	((rc == 0)) || [[ $served == snapshot ]] || say "ignored what apt could not read ($(apt_unread "$WORK/upd.log" | grep . || apt_err "$WORK/upd.log")): $SRCPKG $VER is in the signed index of a source it read"
 	awk '/^Checksums-Sha256:/ { on = 1; next } /^[^ ]/ { on = 0 } on && NF == 3 { print $1, $2, $3 }' \
 		"$WORK/stanza" >"$WORK/sums"
 	say "apt-get source --download-only $SRCPKG=$VER"
@@ -205,7 +215,8 @@ from_archive() {
 files=$(awk '{ printf "%s%s", sep, $3; sep = " " }' "$WORK/sums")
 sha256=$(grep -F " $orig" "$WORK/sums" | cut -d' ' -f1) ($orig)
 bytes=$BYTES
-verified=apt (SHA-256 of each file against the archive's Sources index, signed by its Release key)"
+archive=$served
+verified=apt (SHA-256 of each file against the archive's Sources index, signed by its Release key${SNAP_ID:+; the snapshot $SNAP_ID, its Release past Valid-Until accepted, its signature checked})"
 	local top
 	if [[ -n $TREE_OUT ]]; then
 		mkdir -p "$TREE_OUT"
@@ -240,6 +251,118 @@ verified=apt (SHA-256 of each file against the archive's Sources index, signed b
 	else
 		keep_tree "$top" "linux-$UPSTREAM.tar.xz" "$origin"
 	fi
+}
+
+# --- 3. the archive of record: the snapshot archive ---------------------------
+# When no configured suite indexes VERSION any more (a newer upload replaced it: the
+# running kernel of a host that installs rxe-kvfix after a newer kernel was
+# published), the snapshot archive still holds it. Its address is apt's own: the
+# Snapshots field of the configured archive's Release file (Ubuntu's has one, and any
+# archive may), else apt's table of known archives (Acquire::Snapshots::URI, apt 2.7
+# and later), printed offline by apt-get -o APT::Snapshot=ID --print-uris update;
+# nothing here names a host. Where that address has the layout ROOT/archive/NAME/ID/,
+# the service's machine-readable interface ROOT/mr/package/SRC/VERSION/srcfiles
+# ?fileinfo=1 tells in which snapshot (the first_seen of the .dsc in archive NAME) the
+# version is. apt itself then reads that snapshot, as it reads the configured archive:
+# its InRelease verified with the keys apt trusts for the configured source (its
+# Signed-By), the Sources index by the hash in it, each file by the SHA-256 in that
+# (from_archive). Only Valid-Until is not checked (a snapshot's Release is past it by
+# design; the version asked for is exact, so an older index gains an attacker nothing).
+#
+# Ubuntu: its snapshot archive (apt's -S, the Release's Snapshots field) is verified
+# the same way, by the Ubuntu archive key apt already trusts; Launchpad's own files are
+# signed only by their uploader, whose key apt does not hold, so Launchpad is no
+# archive of record here. Ubuntu's snapshot service has no mr interface: an address
+# not of the layout above is told in the one line (not yet fetched from it).
+#
+# No download storm: when the snapshot archive does not hold the version (the mr
+# interface answers 404 or names no .dsc of it, or the snapshot's index lacks it), the
+# miss is kept in CACHE/.archive-miss/SRC_VERSION with the snapshot addresses asked;
+# the snapshot archive is not asked again for it before ARCHIVE_BACKOFF seconds (a
+# day) unless those addresses changed (the host's apt sources)
+# or the file is deleted. The configured archive is read on each try as before (apt's
+# own update; a source now indexing the version serves it at once), and a file dropped
+# in the cache is taken before any fetch. A transient failure (no answer) is no miss.
+ARCHIVE=${ARCHIVE:-auto}
+readonly ARCHIVE_BACKOFF=86400
+SNAP_ID='' SNAP_WHY=''
+snapshot_index() {
+	local helper=/usr/lib/apt/apt-helper tmpl t root name ids id enc miss key now
+	tmpl=$(apt-get "${APTO[@]}" -o APT::Snapshot=RXEKVFIXID --print-uris update 2>/dev/null |
+		sed -nE "s#^'([^']*/)RXEKVFIXID/dists/.*#\1#p" | sort -u || true)
+	if [[ -z $tmpl ]]; then
+		SNAP_WHY="apt knows no snapshot archive of this host's sources (no Snapshots field in their Release, none in apt's table, or apt older than 2.7)"
+		return 1
+	fi
+	miss=$CACHE/.archive-miss/${SRCPKG}_$VER
+	key=$(printf '%s\n' "$tmpl" | sha256sum | cut -c1-16)
+	now=$(date +%s)
+	if [[ -f $miss ]] && [[ $(sed -n 's/^key=//p' "$miss") == "$key" ]] &&
+		((now - $(sed -n 's/^when=//p' "$miss") < ARCHIVE_BACKOFF)); then
+		SNAP_WHY="the snapshot archive did not hold it on $(date -u -d "@$(sed -n 's/^when=//p' "$miss")" +%Y-%m-%dT%H:%M:%SZ) ($(sed -n 's/^why=//p' "$miss")); not asked again before $(date -u -d "@$(($(sed -n 's/^when=//p' "$miss") + ARCHIVE_BACKOFF))" +%Y-%m-%dT%H:%M:%SZ) unless $miss is deleted"
+		return 1
+	fi
+	[[ -x $helper ]] || {
+		SNAP_WHY="no $helper to ask the snapshot archive"
+		return 1
+	}
+	# the version in a URL: an epoch's ':', '+' and '~' escaped
+	enc=$(sed 's/:/%3A/g; s/+/%2B/g; s/~/%7E/g' <<<"$VER")
+	local why='' found=0 asked=0 transient=0
+	for t in $tmpl; do
+		[[ $t =~ ^(.*)/archive/([^/]+)/$ ]] || {
+			why+="${why:+; }$t: no machine-readable interface known for it"
+			continue
+		}
+		root=${BASH_REMATCH[1]} name=${BASH_REMATCH[2]}
+		say "the snapshot archive ($name): which snapshot holds $SRCPKG $VER"
+		rm -f "$WORK/mr.json"
+		if ! timeout -k 10 "$TIMEOUT" "$helper" download-file "$root/mr/package/$SRCPKG/$enc/srcfiles?fileinfo=1" "$WORK/mr.json" >"$WORK/mr.log" 2>&1; then
+			if grep -q '404' "$WORK/mr.log"; then
+				asked=1 why+="${why:+; }$name: no $SRCPKG $VER in the snapshot archive (404)"
+			else
+				transient=1 why+="${why:+; }$name: the snapshot archive did not answer ($(grep -m1 -E '^E:' "$WORK/mr.log" | sed -E 's#[a-z]+://[^ ]*##g' | cut -c1-120))"
+			fi
+			continue
+		fi
+		asked=1
+		# fileinfo: one object per file and archive, no nested braces: a line each
+		ids=$(tr '{}' '\n' <"$WORK/mr.json" | grep -F "\"${SRCPKG}_${VER#*:}.dsc\"" |
+			grep -E "\"archive_name\": *\"$name\"" | sed -nE 's/.*"first_seen": *"([0-9]{8}T[0-9]{6}Z)".*/\1/p' | sort -u)
+		if [[ -z $ids ]]; then
+			why+="${why:+; }$name: no ${SRCPKG}_${VER#*:}.dsc of it in its answer"
+			continue
+		fi
+		for id in $ids; do
+			# a copy of the private lists: apt finds the snapshot's address in the
+			# configured archive's Release there, and an update prunes what it does
+			# not list
+			rm -rf "$WORK/snap" && mkdir -p "$WORK/snap" && cp -a "$WORK/apt/lists" "$WORK/snap/lists"
+			say "apt-get update from the snapshot $id"
+			timeout -k 10 "$TIMEOUT" apt-get "${APTO[@]}" -o "Dir::State::Lists=$WORK/snap/lists" -o APT::Snapshot="$id" \
+				-o Acquire::Check-Valid-Until=false -q update >"$WORK/snap.log" 2>&1 || true
+			apt-cache "${APTO[@]}" -o "Dir::State::Lists=$WORK/snap/lists" -o APT::Snapshot="$id" showsrc --only-source "$SRCPKG" 2>/dev/null |
+				awk -v v="$VER" 'BEGIN { RS = "" } index($0, "\nVersion: " v "\n") { print; exit }' >"$WORK/stanza" || true
+			if [[ -s $WORK/stanza ]]; then
+				found=1 SNAP_ID=$id
+				APTO+=(-o "Dir::State::Lists=$WORK/snap/lists" -o APT::Snapshot="$id" -o Acquire::Check-Valid-Until=false)
+				break 2
+			fi
+			rm -rf "$WORK/snap/lists"
+			! grep -q -E '^(E|Err):' "$WORK/snap.log" || transient=1
+			why+="${why:+; }$name: the snapshot $id does not index it in this host's suites$(grep -q -E '^(E|Err):' "$WORK/snap.log" && printf ' (%s)' "$(apt_unread "$WORK/snap.log" | grep . || apt_err "$WORK/snap.log")")"
+		done
+	done
+	if ((found)); then
+		rm -f "$miss"
+		say "$SRCPKG $VER is in the snapshot $SNAP_ID, its signed index read by apt"
+		return 0
+	fi
+	SNAP_WHY="the snapshot archive: ${why:-nothing asked}"
+	if ((asked && !transient)) && mkdir -p "$CACHE/.archive-miss" 2>/dev/null; then
+		printf 'key=%s\nwhen=%s\nwhy=%s\n' "$key" "$now" "$why" >"$miss" 2>/dev/null || true
+	fi
+	return 1
 }
 
 # debian_patches DEBIAN_TARBALL TOP: apply Debian's patch series to TOP: all of

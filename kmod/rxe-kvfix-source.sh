@@ -243,7 +243,7 @@ run_fetch() { # ARGS...: rxe-kvfix-fetch ARGS KREL VERSION; FETCH_FAIL/REMEDY on
 	local rc=0 line q=() ver=$DEBVER
 	[[ $QUIET == 0 ]] || q=(-q)
 	[[ ${1:-} != --fedora ]] || ver=$KERNEL_NVR
-	line=$("$HERE/rxe-kvfix-fetch" "${q[@]}" --cache "$CACHE" --timeout "$FETCH_TIMEOUT" --why-file "$WORK/fetch.why" \
+	line=$("$HERE/rxe-kvfix-fetch" "${q[@]}" --cache "$CACHE" --timeout "$FETCH_TIMEOUT" --archive "$ARCHIVE" --why-file "$WORK/fetch.why" \
 		"$@" "$KREL" "$ver") || rc=$?
 	if ((rc != 0)); then
 		if [[ -s $WORK/fetch.why ]]; then

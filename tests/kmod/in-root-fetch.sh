@@ -2,7 +2,9 @@
 # in-root-fetch.sh: kmod/rxe-kvfix-fetch's source-archive path, run inside an
 # overlay of the sid build root (chroot), against the real archive the root's apt
 # uses and, for what that archive cannot show, a small local file:// source
-# repository made here (labelled "local repository" in each test's name).
+# repository made here (labelled "local repository" in each test's name) and a
+# simulated archive with its snapshot archive on 127.0.0.1 (tests/kmod/mksnapshot-sim.sh,
+# made on the host by tests/kmod/run; "simulated archive").
 #
 #   in-root-fetch.sh SRC
 #
@@ -10,7 +12,8 @@
 # index updates of ~35 MB each; the translated-locale case 9 s of it: 3 s to make
 # the locale, 6 s its fetch; the broken third-party sources 20 s: 12 s the fetch
 # beside them, 8 s the needed source unreadable; the Ubuntu HWE source package, format
-# 1.0, about 10 s; the held and half-configured kernels, case 10, about 10 s).
+# 1.0, about 10 s; the held and half-configured kernels, case 10, about 10 s; the archive
+# of record, a simulated archive and snapshot archive on 127.0.0.1, about 13 s).
 set -euo pipefail
 
 usage() { echo "Usage: in-root-fetch.sh SRC"; }
@@ -171,6 +174,8 @@ if grep -q 'a line from debian/patches' <<<"$rxe_c" &&
 else
 	t_fail "$(cat "$kept.provenance" 2>&1)"
 fi
+t_check "local repository: the provenance says the configured archive served it (archive=repository)" \
+	grep -qx 'archive=repository' "$kept.provenance"
 # --tree: the whole tree, every patch of the series applied
 rm -rf /tmp/tree3
 run_case "local repository: --tree unpacks the whole source with Debian's series applied" 0 \
@@ -282,7 +287,7 @@ t_check "broken third-party sources: the kept source's provenance is the local r
 mv "$R/Sources" "$R/Sources.away"
 run_case "broken third-party sources and the needed one unreadable: one line naming the needed one's failure first" fail \
 	"error: cannot read the source archive's index: no source apt read indexes the source package linux 9\\.8\\.1-1, and it could not read file:$R \\./ Sources: File not found; file:/srv/rxe-test-empty \\./ Release: File not found; .*127\\.0\\.0\\.1:$port.*; put the kernel's source tarball" \
-	"$FETCH" "$K6" 9.8.1-1
+	"$FETCH" --archive never "$K6" 9.8.1-1
 mv "$R/Sources.away" "$R/Sources"
 dpkg -P "linux-headers-$K6" >/dev/null
 t_check "needed source unreadable: nothing left in $CACHE" test -z "$(ls -A "$CACHE")"
@@ -343,6 +348,87 @@ fi
 dpkg -P "linux-headers-$K9" >/dev/null
 env RXE_KVFIX_OS_RELEASE=/tmp/os-release-ubuntu "$HOOK" postrm "$K9"
 rm -f /etc/apt/sources.list.d/rxe-test-local.sources /tmp/os-release-ubuntu
+
+# 10. the archive of record (SIMULATED: a signed archive and its snapshot archive,
+# tests/kmod/mksnapshot-sim.sh, served on 127.0.0.1 by python3's http.server in the
+# real URL layout). The configured suite indexes only the newest upload, 9.7.2-1; the
+# running kernel is 9.7.1-1, superseded: its source is only in the snapshot archive,
+# whose address is the Snapshots field of the configured archive's Release, found by
+# the mr interface and read by apt against that snapshot's signed index. The root's
+# own (real) source is set aside meanwhile: nothing here reaches a real archive.
+SIM=/srv/rxe-test-snapshot
+if [[ ! -f $SIM/port ]]; then
+	t_start "simulated snapshot archive: made by tests/kmod/run"
+	t_fail "no $SIM (tests/kmod/mksnapshot-sim.sh failed on the host): the archive-of-record cases cannot run"
+else
+	sport=$(cat "$SIM/port")
+	mv "$src_file" /root/rxe-kvfix.sources.away
+	python3 -m http.server --bind 127.0.0.1 --directory "$SIM" "$sport" 2>/tmp/snap-http.log &
+	HTTP_PID=$!
+	trap 'kill "$HTTP_PID" 2>/dev/null || true' EXIT
+	for _ in $(seq 50); do
+		if (echo >"/dev/tcp/127.0.0.1/$sport") 2>/dev/null; then break; fi
+		sleep 0.1
+	done
+	printf 'Types: deb\nURIs: http://127.0.0.1:%s/current\nSuites: rxetest\nComponents: main\nSigned-By: %s/key.gpg\n' \
+		"$sport" "$SIM" >/etc/apt/sources.list.d/rxe-test-sim.sources
+	mr_asked() { grep -c 'GET /mr/' /tmp/snap-http.log || true; }
+	K10=9.7.1-rxetest-snap V10=9.7.1-1
+	t_fake_headers_deb "$K10" "$V10"
+	run_case "simulated archive: a superseded kernel ($V10; the suite indexes 9.7.2-1 only) fetched from the snapshot archive (its Release's Snapshots field, the mr interface, the snapshot's signed index)" 0 \
+		"^$K10 affected-kzalloc_objs fetch\$" "$PREP" --classify --out /tmp/out10 "$K10"
+	kept=$CACHE/linux-source-9.7_$V10.tar.xz
+	t_start "simulated archive: the kept source is the snapshot's 9.7.1-1 with its debian/patches; provenance archive=snapshot"
+	if [[ -f $kept ]] && grep -qx 'archive=snapshot' "$kept.provenance" &&
+		grep -q '^verified=apt (SHA-256 .*the snapshot 20260101T000000Z' "$kept.provenance" &&
+		tar -xOf "$kept" --wildcards "*/$RXE/rxe.c" 2>/dev/null | grep -q "9.7.1-1's debian/patches" &&
+		[[ $(tar -xOf "$kept" --wildcards '*/Makefile' --no-wildcards-match-slash 2>/dev/null | sed -n 's/^SUBLEVEL = //p' | head -n1) == 1 ]]; then
+		t_pass
+		echo "     $(grep -E '^(archive|verified)=' "$kept.provenance" | tr '\n' ' ')"
+	else
+		t_fail "$(tr '\n' ' ' <"$kept.provenance" 2>&1)"
+	fi
+	"$HOOK" postrm "$K10"
+	# archive=never: the configured archive only; the snapshot archive is not asked
+	printf 'archive=never\n' >/tmp/rxe-kvfix-never.conf
+	n0=$(mr_asked)
+	run_case "simulated archive, archive=never: the superseded kernel is not fetched from the snapshot archive; one line" fail \
+		"error: no source of kernel $(re "$K10") here and the download failed: the archive this host's apt knows serves neither linux-source-9\\.7=$V10 nor the source package linux $V10; put the kernel's source tarball" \
+		env RXE_KVFIX_CONF=/tmp/rxe-kvfix-never.conf "$PREP" --out /tmp/out10n "$K10"
+	t_check "simulated archive, archive=never: the mr interface was not asked (it was for this kernel under archive=auto)" \
+		test "$(mr_asked)" == "$n0" -a "$n0" -ge 1
+	dpkg -P "linux-headers-$K10" >/dev/null
+	# a snapshot whose InRelease another key signed: apt refuses it, nothing kept
+	K12=9.7.3-rxetest-snap V12=9.7.3-1
+	t_fake_headers_deb "$K12" "$V12"
+	run_case "simulated archive: a snapshot whose InRelease is not signed by the key apt trusts for the source: refused, one line" fail \
+		"error: no source of kernel $(re "$K12") here and the download failed: .*the snapshot archive: rxetest: the snapshot 20260201T000000Z does not index it in this host's suites \\(.*InRelease: .*(Missing key|NO_PUBKEY|signature)" \
+		"$PREP" --out /tmp/out12 "$K12"
+	t_check "simulated archive, wrong signature: that snapshot's InRelease was read, nothing kept for $V12" \
+		test -z "$(find "$CACHE" -maxdepth 1 -name "*$V12*")" -a -n "$(grep -F 'GET /archive/rxetest/20260201T000000Z/dists/rxetest/InRelease' /tmp/snap-http.log)"
+	dpkg -P "linux-headers-$K12" >/dev/null
+	# a version the snapshot archive does not hold either (the mr interface: 404): the
+	# one line says so, with a remedy that can succeed; the next try within a day does
+	# not ask the snapshot archive again (no download storm at each boot)
+	K11=9.7.0-rxetest-snap V11=9.7.0-1
+	t_fake_headers_deb "$K11" "$V11"
+	run_case "simulated archive: a version not even the snapshot archive holds (mr: 404): one line, a remedy that can succeed" fail \
+		"error: no source of kernel $(re "$K11") here and the download failed: .*the snapshot archive: rxetest: no linux $V11 in the snapshot archive \\(404\\); put the kernel's source tarball in $CACHE/ as linux-9\\.7\\.0\\.tar\\.xz" \
+		"$PREP" --out /tmp/out11 "$K11"
+	n0=$(mr_asked)
+	run_case "simulated archive: the next try within the back-off does not ask the snapshot archive again; the line says until when" fail \
+		"the snapshot archive did not hold it on .*not asked again before [0-9T:-]+Z unless $CACHE/\\.archive-miss/linux_$V11 is deleted" \
+		"$PREP" --out /tmp/out11b "$K11"
+	t_check "simulated archive, back-off: the mr interface asked on the first try, not on the second" \
+		test "$(mr_asked)" == "$n0" -a "$(grep -c 'GET /mr/package/linux/9.7.0-1/' /tmp/snap-http.log)" == 1
+	dpkg -P "linux-headers-$K11" >/dev/null
+	rm -rf "$CACHE/.archive-miss"
+	kill "$HTTP_PID" 2>/dev/null || true
+	wait "$HTTP_PID" 2>/dev/null || true
+	trap - EXIT
+	rm -f /etc/apt/sources.list.d/rxe-test-sim.sources
+	mv /root/rxe-kvfix.sources.away "$src_file"
+fi
 
 # 8. usage: exit 2 and one line
 run_case "fetch: no arguments" 2 'needs KERNELRELEASE and VERSION' "$FETCH"
