@@ -269,11 +269,18 @@ verified=apt (SHA-256 of each file against the archive's Sources index, signed b
 # (from_archive). Only Valid-Until is not checked (a snapshot's Release is past it by
 # design; the version asked for is exact, so an older index gains an attacker nothing).
 #
-# Ubuntu: its snapshot archive (apt's -S, the Release's Snapshots field) is verified
-# the same way, by the Ubuntu archive key apt already trusts; Launchpad's own files are
-# signed only by their uploader, whose key apt does not hold, so Launchpad is no
-# archive of record here. Ubuntu's snapshot service has no mr interface: an address
-# not of the layout above is told in the one line (not yet fetched from it).
+# The snapshot of the moment this host installed the kernel's package (dpkg's file
+# list's time) is tried too: then its configured archive indexed that version, so a
+# snapshot of it then holds it. It is what a snapshot address without the mr
+# interface gets (Ubuntu's snapshot service, which resolves any timestamp), and the
+# second try after the mr interface's (a version that reached this host's suite after
+# its first upload, e.g. testing after unstable).
+#
+# Ubuntu: its snapshot archive (the Release's Snapshots field) is read and verified
+# the same way, by the Ubuntu archive key apt already trusts for the configured
+# source. Launchpad's published sources are not used: its files are signed only by
+# their uploader, whose key apt does not hold, and its API names no signed index; the
+# snapshot archive is the same upload under the archive's own signature.
 #
 # No download storm: when the snapshot archive does not hold the version (the mr
 # interface answers 404 or names no .dsc of it, or the snapshot's index lacks it), the
@@ -283,6 +290,17 @@ verified=apt (SHA-256 of each file against the archive's Sources index, signed b
 # or the file is deleted. The configured archive is read on each try as before (apt's
 # own update; a source now indexing the version serves it at once), and a file dropped
 # in the cache is taken before any fetch. A transient failure (no answer) is no miss.
+# installed_at: the snapshot ID (YYYYMMDDTHHMMSSZ) of when dpkg last unpacked the
+# kernel's headers or image package here (its file list's time), or nothing
+installed_at() {
+	local f t=''
+	for f in /var/lib/dpkg/info/linux-{headers,image,image-unsigned}-"$KREL"{,:*}.list; do
+		[[ -f $f ]] || continue
+		t=$(date -u -r "$f" +%Y%m%dT%H%M%SZ)
+		break
+	done
+	printf '%s\n' "$t"
+}
 ARCHIVE=${ARCHIVE:-auto}
 readonly ARCHIVE_BACKOFF=86400
 SNAP_ID='' SNAP_WHY=''
@@ -308,31 +326,41 @@ snapshot_index() {
 	}
 	# the version in a URL: an epoch's ':', '+' and '~' escaped
 	enc=$(sed 's/:/%3A/g; s/+/%2B/g; s/~/%7E/g' <<<"$VER")
-	local why='' found=0 asked=0 transient=0
+	local why='' found=0 asked=0 transient=0 inst
+	inst=$(installed_at)
 	for t in $tmpl; do
-		[[ $t =~ ^(.*)/archive/([^/]+)/$ ]] || {
-			why+="${why:+; }$t: no machine-readable interface known for it"
-			continue
-		}
-		root=${BASH_REMATCH[1]} name=${BASH_REMATCH[2]}
-		say "the snapshot archive ($name): which snapshot holds $SRCPKG $VER"
-		rm -f "$WORK/mr.json"
-		if ! timeout -k 10 "$TIMEOUT" "$helper" download-file "$root/mr/package/$SRCPKG/$enc/srcfiles?fileinfo=1" "$WORK/mr.json" >"$WORK/mr.log" 2>&1; then
-			if grep -q '404' "$WORK/mr.log"; then
-				asked=1 why+="${why:+; }$name: no $SRCPKG $VER in the snapshot archive (404)"
-			else
-				transient=1 why+="${why:+; }$name: the snapshot archive did not answer ($(grep -m1 -E '^E:' "$WORK/mr.log" | sed -E 's#[a-z]+://[^ ]*##g' | cut -c1-120))"
+		ids=''
+		if [[ $t =~ ^(.*)/archive/([^/]+)/$ ]]; then
+			root=${BASH_REMATCH[1]} name=${BASH_REMATCH[2]}
+			say "the snapshot archive ($name): which snapshot holds $SRCPKG $VER"
+			rm -f "$WORK/mr.json"
+			if ! timeout -k 10 "$TIMEOUT" "$helper" download-file "$root/mr/package/$SRCPKG/$enc/srcfiles?fileinfo=1" "$WORK/mr.json" >"$WORK/mr.log" 2>&1; then
+				if grep -q '404' "$WORK/mr.log"; then
+					# the interface knows every snapshot: none holds it
+					asked=1 why+="${why:+; }$name: no $SRCPKG $VER in the snapshot archive (404)"
+				else
+					transient=1 why+="${why:+; }$name: the snapshot archive did not answer ($(grep -m1 -E '^E:' "$WORK/mr.log" | sed -E 's#[a-z]+://[^ ]*##g' | cut -c1-120))"
+				fi
+				continue
 			fi
-			continue
+			asked=1
+			# fileinfo: one object per file and archive, no nested braces: a line each
+			ids=$(tr '{}' '\n' <"$WORK/mr.json" | grep -F "\"${SRCPKG}_${VER#*:}.dsc\"" |
+				grep -E "\"archive_name\": *\"$name\"" | sed -nE 's/.*"first_seen": *"([0-9]{8}T[0-9]{6}Z)".*/\1/p' | sort -u)
+			[[ -n $ids ]] || why+="${why:+; }$name: no ${SRCPKG}_${VER#*:}.dsc of it in its answer"
+		else
+			# no machine-readable interface known (Ubuntu's snapshot service): the
+			# snapshot of the moment this host installed the kernel's package, when
+			# its configured archive indexed that version
+			name=${t%/}
+			[[ -n $inst ]] || {
+				why+="${why:+; }$name: no mr interface, and no install time of the kernel's package to take the snapshot of"
+				continue
+			}
 		fi
-		asked=1
-		# fileinfo: one object per file and archive, no nested braces: a line each
-		ids=$(tr '{}' '\n' <"$WORK/mr.json" | grep -F "\"${SRCPKG}_${VER#*:}.dsc\"" |
-			grep -E "\"archive_name\": *\"$name\"" | sed -nE 's/.*"first_seen": *"([0-9]{8}T[0-9]{6}Z)".*/\1/p' | sort -u)
-		if [[ -z $ids ]]; then
-			why+="${why:+; }$name: no ${SRCPKG}_${VER#*:}.dsc of it in its answer"
-			continue
-		fi
+		# after the first upload's snapshot, the one of the kernel's installation here
+		# (a version that reached this host's suites later, e.g. by migration)
+		[[ -z $inst || " $ids " == *" $inst "* ]] || ids+="${ids:+ }$inst"
 		for id in $ids; do
 			# a copy of the private lists: apt finds the snapshot's address in the
 			# configured archive's Release there, and an update prunes what it does

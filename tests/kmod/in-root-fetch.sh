@@ -423,6 +423,29 @@ else
 		test "$(mr_asked)" == "$n0" -a "$(grep -c 'GET /mr/package/linux/9.7.0-1/' /tmp/snap-http.log)" == 1
 	dpkg -P "linux-headers-$K11" >/dev/null
 	rm -rf "$CACHE/.archive-miss"
+	# Ubuntu's snapshot layout, no mr interface (Ubuntu's snapshot service has none):
+	# the snapshot of the moment dpkg installed the kernel's headers here, when the
+	# configured suite indexed that version. The simulated server resolves no
+	# timestamp, so that moment is set to the snapshot's own (touch -d).
+	printf 'Types: deb\nURIs: http://127.0.0.1:%s/current-u\nSuites: rxeu\nComponents: main\nSigned-By: %s/key.gpg\n' \
+		"$sport" "$SIM" >/etc/apt/sources.list.d/rxe-test-sim.sources
+	K13=9.7.5-rxetest-u V13=9.7.5-1
+	t_fake_headers_deb "$K13" "$V13"
+	touch -d '2026-03-01 00:00:00 UTC' "/var/lib/dpkg/info/linux-headers-$K13.list"
+	n0=$(mr_asked)
+	run_case "simulated archive, Ubuntu's snapshot layout (no mr interface): a superseded kernel ($V13; the suite indexes 9.7.6-1 only) fetched from the snapshot of its installation" 0 \
+		"^$K13 affected-kzalloc_objs fetch\$" "$PREP" --classify --out /tmp/out13 "$K13"
+	kept=$CACHE/linux-source-9.7_$V13.tar.xz
+	t_start "simulated archive, Ubuntu's layout: provenance archive=snapshot, the snapshot 20260301T000000Z, no mr request"
+	if [[ -f $kept ]] && grep -qx 'archive=snapshot' "$kept.provenance" &&
+		grep -q '^verified=apt (SHA-256 .*the snapshot 20260301T000000Z' "$kept.provenance" &&
+		[[ $(mr_asked) == "$n0" ]] && grep -qF 'GET /ubuntu/20260301T000000Z/dists/rxeu/InRelease' /tmp/snap-http.log; then
+		t_pass
+	else
+		t_fail "mr requests $n0 -> $(mr_asked); $(tr '\n' ' ' <"$kept.provenance" 2>&1)"
+	fi
+	"$HOOK" postrm "$K13"
+	dpkg -P "linux-headers-$K13" >/dev/null
 	kill "$HTTP_PID" 2>/dev/null || true
 	wait "$HTTP_PID" 2>/dev/null || true
 	trap - EXIT

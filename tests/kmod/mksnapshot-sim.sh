@@ -23,6 +23,9 @@
 #                                                first_seen, path, size)
 #   archive/rxetest/20260201T000000Z/...       a snapshot indexing 9.7.3-1, its
 #                                                InRelease signed by another key
+#   current-u/, ubuntu/20260301T000000Z/        the same in Ubuntu's layout, suite rxeu,
+#                                                no mr interface: 9.7.6-1 now, 9.7.5-1
+#                                                in the snapshot
 # 9.7.0-1 is in neither (the mr interface answers 404).
 # Cost: about 1 s from a tree (a key, two signatures); from a tarball about 25 s more
 # (its 160 MB unpacked to find the rxe directory).
@@ -105,13 +108,13 @@ sources_stanza() {
 	for f in "${files[@]}"; do printf ' %s %s %s\n' "$(sha256sum <"$pool/$f" | cut -d' ' -f1)" "$(stat -c %s "$pool/$f")" "$f"; done
 	printf '\n'
 }
-# release BASE DATE VALID_UNTIL [SNAPSHOTS]: BASE/dists/rxetest/{Release,InRelease},
+# release BASE DATE VALID_UNTIL [SNAPSHOTS]: BASE/dists/$DIST/{Release,InRelease},
 # signed with the archive's key (SIGNER: another one)
 SIGNER='rxe-kvfix test archive'
 release() {
-	local dist=$1/dists/rxetest f
+	local dist=$1/dists/$DIST f
 	{
-		printf 'Origin: rxe-kvfix-test\nLabel: rxe-kvfix-test (simulated)\nSuite: rxetest\nCodename: rxetest\n'
+		printf 'Origin: rxe-kvfix-test\nLabel: rxe-kvfix-test (simulated)\nSuite: %s\nCodename: %s\n' "$DIST" "$DIST"
 		printf 'Date: %s\nValid-Until: %s\nArchitectures: amd64\nComponents: main\n' "$2" "$3"
 		[[ -z ${4:-} ]] || printf 'Snapshots: %s\n' "$4"
 		printf 'SHA256:\n'
@@ -123,7 +126,7 @@ release() {
 }
 # suite BASE N: BASE's suite indexing 9.7.N-1 only, its files in BASE/pool
 suite() {
-	local pool=$1/pool/main/l/linux src=$1/dists/rxetest/main/source
+	local pool=$1/pool/main/l/linux src=$1/dists/$DIST/main/source
 	mkdir -p "$src"
 	src_package "$pool" "$2"
 	sources_stanza "$pool" "$2" >"$src/Sources"
@@ -132,6 +135,7 @@ suite() {
 
 fmt='+%a, %d %b %Y %H:%M:%S UTC'
 now=$(date +%s)
+DIST=rxetest
 suite "$OUT/current" 2
 release "$OUT/current" "$(date -u -d "@$((now - 86400))" "$fmt")" "$(date -u -d "@$((now + 7 * 86400))" "$fmt")" \
 	"http://127.0.0.1:$PORT/archive/rxetest/@SNAPSHOTID@/"
@@ -170,4 +174,14 @@ mr() {
 }
 mr 1 "$ID"
 mr 3 "$ROGUE"
+
+# Ubuntu's layout (its snapshot service has no mr interface): the configured suite
+# rxeu indexes 9.7.6-1 only, its Release's Snapshots field names BASE/ubuntu/ID/, whose
+# snapshot 20260301T000000Z indexes 9.7.5-1
+SIGNER='rxe-kvfix test archive' DIST=rxeu
+suite "$OUT/current-u" 6
+release "$OUT/current-u" "$(date -u -d "@$((now - 86400))" "$fmt")" "$(date -u -d "@$((now + 7 * 86400))" "$fmt")" \
+	"http://127.0.0.1:$PORT/ubuntu/@SNAPSHOTID@/"
+suite "$OUT/ubuntu/20260301T000000Z" 5
+release "$OUT/ubuntu/20260301T000000Z" "$(date -u -d 2026-03-01 "$fmt")" "$(date -u -d 2026-03-08 "$fmt")"
 echo "$PORT" >"$OUT/port"
