@@ -35,6 +35,7 @@ PART_KEYS = {
     "bandwidth": (("bandwidth_pairs", "bandwidth_span", "peer_pairs", "peer_build"), (), ()),
     "defaults": (("defaults",), (), ()),
     "fragmented": (("fragmented",), ("fragmented",), ("frag_rounds",)),
+    "data path": (("data_path",), (), ("dp_run",)),
 }
 # what the page states once for all parts: the boots merged must agree on it (the
 # form too: a short-form part would stand beside full-form ones). The host's CPU model
@@ -44,11 +45,12 @@ SAME = ("kernel", "emulation", "guest_mem", "guest_cpus", "host_nproc")
 # a target row's part, by the start of its text (render targets(), benchkernel, benchdefaults)
 TARGET_PARTS = (("registration", "registration"), ("kernel memory", "registration"), ("fragmented guest", "fragmented"),
                 ("bandwidth", "bandwidth"), ("verified full span", "bandwidth"), ("at defaults", "defaults"),
+                ("data path", "data path"),
                 ("the machine to itself", None))
 # the order of render targets(): the parts' rows, then the machine's
-TARGET_ORDER = ("registration", "fragmented", "bandwidth", "defaults")
+TARGET_ORDER = ("registration", "fragmented", "bandwidth", "defaults", "data path")
 ORDER = ("schema_version", "kind", "form", "environment", "part_runs", "rounds", "registration", "fragmented",
-         "bandwidth_pairs", "bandwidth_span", "defaults", "peer_pairs", "peer_build", "derived", "targets")
+         "bandwidth_pairs", "bandwidth_span", "defaults", "data_path", "peer_pairs", "peer_build", "derived", "targets")
 
 
 class MergeError(ValueError):
@@ -65,6 +67,8 @@ def has_figures(doc, part):
         return bool(doc.get("bandwidth_pairs") or doc.get("bandwidth_span") or doc.get("peer_pairs"))
     if part == "defaults":
         return bool(doc.get("defaults"))
+    if part == "data path":
+        return bool(doc.get("data_path"))
     return bool((doc.get("fragmented") or {}).get("sizes"))
 
 
@@ -145,7 +149,7 @@ def _check(base, new):
         if a != b:
             raise MergeError(f"the {k.replace('_', ' ')} differs: BASE {a}, NEW {b} (the page states it once for all parts)", 1)
     if not any(ran(new, p) for p, _ in PARTS):
-        raise MergeError("NEW ran no part (reg, bw, defaults, frag): nothing to merge", 1)
+        raise MergeError("NEW ran no part (reg, bw, defaults, frag, dp): nothing to merge", 1)
 
 
 def merge(base, new, targets, notes_path):

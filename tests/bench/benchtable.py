@@ -3,6 +3,7 @@ import os
 import re
 
 import benchdefaults
+import benchdp
 import benchpeer
 from benchstats import AT_LIMIT_WORDS, MIB, WIDE, MIN_PAIRS, fmt_mib, size_text
 
@@ -12,7 +13,8 @@ TARGET_TOOL_RATIO = 1.0      # rxe-verify / perftest wire bandwidth: the verifie
 TARGET_QUIET = 0.05          # host CPU outside QEMU, share of the host: "the machine to itself"
 MOD_NAME = {"stock": "stock", "fixed": "rxe-kvfix"}
 # the parts of a run (render collect), their bench_parts names, and the part each plot draws
-PARTS = (("registration", "reg"), ("bandwidth", "bw"), ("defaults", "defaults"), ("fragmented", "frag"))
+PARTS = (("registration", "reg"), ("bandwidth", "bw"), ("defaults", "defaults"), ("fragmented", "frag"),
+         ("data path", "dp"))
 PLOT_PART = {"reg-per-gib.png": "registration", "frag.png": "fragmented", "bw.png": "bandwidth", "peer.png": "bandwidth"}
 
 
@@ -411,6 +413,7 @@ def markdown(res, plots, notes_path):
         p("")
     plot("bw.png", "bandwidth: rxe-verify against perftest per pair")
     benchdefaults.section(res, p)
+    benchdp.section(res, p)
     return "\n".join(L) + "\n"
 
 

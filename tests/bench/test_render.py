@@ -596,9 +596,11 @@ class Render(unittest.TestCase):
 
 
 def load_tests(loader, tests, pattern):
-    """The merge tests (render merge) live in test_merge.py and run with these (ctest's bench_render)."""
+    """The merge tests (render merge, test_merge.py) and the part dp's (test_dp.py) run with these (ctest's bench_render)."""
     import test_merge
     tests.addTests(loader.loadTestsFromModule(test_merge))
+    import test_dp
+    tests.addTests(loader.loadTestsFromModule(test_dp))
     return tests
 
 

@@ -3,9 +3,10 @@
 # rxe-kvfix in one boot, run inside a guest booted by vmhost/vm-run on kernel K with
 # rxe-kvfix installed by DKMS before boot.
 #
-#   bench.sh K [short|full [PARTS]]     PARTS: comma list of reg,bw,defaults,frag (default all)
+#   bench.sh K [short|full [PARTS]]     PARTS: comma list of reg,bw,defaults,frag,dp
+#                                       (default reg,bw,defaults,frag,dp)
 #
-# Four parts, in this order (each module is loaded and unloaded once per round):
+# Five parts, in this order (each module is loaded and unloaded once per round):
 #   1. reg   registration cost, interleaved: ROUNDS rounds in ABBA order (stock, fixed,
 #            fixed, stock, ...); a round loads its module, adds rxe0 and runs, per size
 #            of SIZES_BOTH (64 MiB .. 1 GiB), `rxe-verify churn -s SIZE --count REG_REPS` (one region,
@@ -31,6 +32,14 @@
 #            (`churn --count 1 --force`, after a top-up), /proc/vmstat copied right
 #            before and after each registration -> frag-rNN-MOD-SIZE.{json,vmstat0,vmstat1};
 #            stock's failures are figures (the time to fail), rxe-kvfix's are failures
+#   4. dp    the fix's cost on the data path (guest/dp.sh): rxe-verify's WRITE and READ
+#            bandwidth over the same MR on stock and rxe-kvfix in ABBA rounds, DP_ROUNDS
+#            of DP_SIZES in the guest as booted (page array from kmalloc on both) ->
+#            dp-rNN-MOD-SIZE.{json,vmalloc}, then, while the fragmenter of part 3 holds
+#            (started for dp alone when frag is not run), DP_FRAG_ROUNDS of
+#            DP_FRAG_SIZES (rxe-kvfix's page array from vmalloc where no block of its
+#            order is free; stock may not register) -> dpfrag-rNN-MOD-SIZE.*; the
+#            allocator that served each run is read from /proc/vmallocinfo
 #
 # Forms: short (CI, within the harness budget; proves the design runs, decides little):
 # 4 registration rounds (2 pairs) of 5 registrations of 64M 256M 1G, bw.sh short (3 pairs
@@ -42,13 +51,16 @@
 # bw.sh full (5 pairs of 64K, 1M, 8M and 64M, the full span), defaults.sh full (5 pairs
 # of 64K, 1M and 8M, WRITE and READ; six waiting modes x 5 rounds), 6 fragmented
 # rounds (3 pairs) of 256M 512M 640M 1G.
+# dp: short: 2 rounds (1 pair) of 256M 1G as booted, 2 fragmented rounds of 512M 1G,
+# sampled mode, one pass (~100 MiB each way a run); full: 12 rounds (6 pairs) of 256M
+# 512M 1G as booted, 6 fragmented rounds (3 pairs) of 512M 1G, sampled mode, 3 passes.
 #
 # Raw outputs go to /results; tests/bench/render collects them into results.json and
 # renders RESULTS.md and summary.json from it. A step fails only when it produced no figure where one must exist (tool
 # crashed, unparsable output, rxe-kvfix refusing a size); a stock failure is a figure.
 set -euo pipefail
 
-usage() { echo "Usage: bench.sh KERNELRELEASE [short|full [reg,bw,defaults,frag]]"; }
+usage() { echo "Usage: bench.sh KERNELRELEASE [short|full [reg,bw,defaults,frag,dp]]"; }
 # shellcheck source=tests/vm/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rxe_guest_main vm-bench 1 4 "$@"
@@ -57,22 +69,26 @@ case $FORM in
 short)
 	REG_REPS=5 ROUNDS=4 FRAG_ROUNDS=2 FIXED_ONLY_REPS=0
 	SIZES_BOTH='64M 256M 1G' SIZES_FIXED_ONLY='' FRAG_SIZES='640M 1G'
+	DP_ROUNDS=2 DP_SIZES='256M 1G' DP_FRAG_ROUNDS=2 DP_FRAG_SIZES='512M 1G' DP_MODE=sampled DP_PASSES=1
 	;;
 full)
 	REG_REPS=5 ROUNDS=40 FRAG_ROUNDS=6 FIXED_ONLY_REPS=20
 	SIZES_BOTH='64M 128M 256M 512M 1G' SIZES_FIXED_ONLY='2G 4G 8G' FRAG_SIZES='256M 512M 640M 1G'
+	DP_ROUNDS=12 DP_SIZES='256M 512M 1G' DP_FRAG_ROUNDS=6 DP_FRAG_SIZES='512M 1G' DP_MODE=sampled DP_PASSES=3
 	;;
 *)
 	echo "bench.sh: form must be short or full, not '$FORM'" >&2
 	exit 2
 	;;
 esac
-PARTS=${3:-reg,bw,defaults,frag}
-[[ ,$PARTS, =~ ^,((reg|bw|defaults|frag),)+$ ]] || {
-	echo "bench.sh: PARTS must be a comma list of reg, bw, defaults and frag, not '$PARTS'" >&2
+PARTS=${3:-reg,bw,defaults,frag,dp}
+[[ ,$PARTS, =~ ^,((reg|bw|defaults|frag|dp),)+$ ]] || {
+	echo "bench.sh: PARTS must be a comma list of reg, bw, defaults, frag and dp, not '$PARTS'" >&2
 	exit 2
 }
 part() { [[ ,$PARTS, == *,$1,* ]]; }
+# shellcheck source=tests/vm/guest/dp.sh
+. "$(dirname "${BASH_SOURCE[0]}")/dp.sh"
 FRAG=/usr/local/bin/rxe-fragment
 FRAG_PID=''
 
@@ -97,6 +113,9 @@ kv guest_loadavg_start "$(cat /proc/loadavg)"
 kv reg_reps "$REG_REPS"
 kv rounds "$ROUNDS"
 kv frag_rounds "$FRAG_ROUNDS"
+kv dp_rounds "$DP_ROUNDS"
+kv dp_frag_rounds "$DP_FRAG_ROUNDS"
+kv dp_run "-m $DP_MODE --passes $DP_PASSES --seed $DP_SEED"
 kv parts "$PARTS"
 kv t_start "$(now)"
 
@@ -329,8 +348,16 @@ if part bw || part defaults; then
 	fi
 fi
 
+# ============================================== 4a. the data path, the guest as booted
+if part dp; then
+	kv t_dp_start "$(now)"
+	dp_rounds dp "$DP_ROUNDS" "$DP_SIZES" 0
+	kv t_dp_end "$(now)"
+fi
+
 # ============================================================= 3. the fragmented guest
-if part frag; then
+# (and 4b. the data path in it: the fragmenter's fill is the most of both parts' time)
+if part frag || part dp; then
 	kv t_frag_start "$(now)"
 	t_start "$K bench frag: rxe-fragment fragments memory and holds it"
 	if [[ ! -x $FRAG ]]; then
@@ -339,7 +366,12 @@ if part frag; then
 		if rxe_frag_start "$OUT/frag-fragment.log"; then
 			t_pass
 			grep -E '^fragment: (filling|holding|topup 0)' "$OUT/frag-fragment.log" | sed 's/^/     /'
-			ab_rounds frag "$FRAG_ROUNDS" "$FRAG_SIZES" "register $FRAG_SIZES once each, fragmented" frag_size
+			! part frag || ab_rounds frag "$FRAG_ROUNDS" "$FRAG_SIZES" "register $FRAG_SIZES once each, fragmented" frag_size
+			if part dp; then
+				kv t_dpfrag_start "$(now)"
+				dp_rounds dpfrag "$DP_FRAG_ROUNDS" "$DP_FRAG_SIZES" 1
+				kv t_dpfrag_end "$(now)"
+			fi
 		else
 			t_fail "no 'ready' within 600 s: $(tail -n2 "$OUT/frag-fragment.log" | tr '\n' ' ')"
 		fi

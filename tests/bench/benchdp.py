@@ -1,0 +1,236 @@
+"""tests/bench/benchdp.py: the part `dp` of tests/bench/render (guest/dp.sh): does the fix
+cost anything on the data path? rxe-verify's WRITE and READ bandwidth over the same MR on
+stock rdma_rxe and rxe-kvfix, in ABBA rounds (pair p = rounds 2p-1 and 2p), in the guest
+as booted (tag dp) and while the fragmenter holds (tag dpfrag). Each run's page array
+allocator is read from its /proc/vmallocinfo watch (TAG-rNN-MOD-SIZE.vmalloc), never
+assumed; the pairs are grouped by the allocator that served rxe-kvfix's array.
+
+collect(d) -> the part's figures or None; verdict(ratios) decides one cell (pure: the
+unit tests call it); targets(res) the page's target lines; section(res, p) the table.
+"""
+import glob
+import json
+import os
+import re
+
+from benchstats import pair_of, ratio_interval, size_bytes, size_text, stats
+
+RESOLUTION = 0.05  # a cost below 5 % is what the bench cannot tell from none (its noise under TCG)
+STATES = {"dp": "as booted", "dpfrag": "fragmented"}
+MOD_NAME = {"stock": "stock", "fixed": "rxe-kvfix"}
+RUN_RE = re.compile(r"(dp|dpfrag)-r(\d+)-(stock|fixed)-(\d+[KMG])\.json$")
+
+
+def verdict(ratios):
+    """Paired ratios rxe-kvfix/stock of MiB/s -> the cell's decision from their geometric
+    mean and its 95 % t-interval (benchstats.ratio_interval, as the registration table):
+    'costs X %' when the whole interval is under 1.0; 'no measurable cost' when it reaches
+    1.0 and its bottom is at or above 1 - RESOLUTION (any cost it allows is under 5 %);
+    otherwise 'undecided at N pairs' (with fewer than two pairs, always), with the pairs
+    the measured spread would need to decide against 1 - RESOLUTION."""
+    iv = ratio_interval(ratios, 1.0 - RESOLUTION, at_least=True)
+    n = iv["n"]
+    d = {"n": n, "geomean": iv["geomean"], "lo": iv["lo"], "hi": iv["hi"], "pairs_needed": None}
+    if n < 2:
+        d["verdict"] = f"undecided at {n} pairs"
+        d["why"] = "an interval needs two pairs"
+    elif iv["hi"] < 1.0:
+        d["verdict"] = f"costs {100 * (1 - iv['geomean']):.1f} %"
+        d["why"] = (f"the whole 95 % interval is under 1.0: the cost is {100 * (1 - iv['hi']):.1f}–"
+                    f"{100 * (1 - iv['lo']):.1f} %")
+    elif iv["lo"] >= 1.0 - RESOLUTION:
+        d["verdict"] = "no measurable cost"
+        d["why"] = (f"the 95 % interval reaches 1.0 and its bottom {iv['lo']:.3f} is at or above "
+                    f"{1 - RESOLUTION:.2f}: any cost is under {RESOLUTION:.0%}"
+                    + (f" (rxe-kvfix faster by {100 * (iv['lo'] - 1):.1f} % at least)" if iv["lo"] > 1.0 else ""))
+    else:
+        d["verdict"] = f"undecided at {n} pairs"
+        d["pairs_needed"] = iv["pairs_needed"]
+        d["why"] = (f"the 95 % interval holds 1.0 and reaches below {1 - RESOLUTION:.2f}"
+                    + (f": about {iv['pairs_needed']} pairs would decide it" if iv["pairs_needed"] else ""))
+    return d
+
+
+def combine(ds):
+    """The verdicts of a cell's operations -> one: a cost if one costs, no measurable cost if all say so."""
+    costs = [d for d in ds if d["verdict"].startswith("costs")]
+    if costs:
+        return max(costs, key=lambda d: 1 - d["geomean"])["verdict"]
+    if ds and all(d["verdict"] == "no measurable cost" for d in ds):
+        return "no measurable cost"
+    return f"undecided at {min((d['n'] for d in ds), default=0)} pairs"
+
+
+def allocator(path, size):
+    """A run's page array allocator from its vmallocinfo watch: ('vmalloc', caller, bytes)
+    when a line of rdma_rxe, not its queues' rxe_queue_init, holds at least the array's
+    bytes (16 B per 4 KiB page); ('kmalloc', None, 0) when the watch saw none; (None, ...)
+    without a watch file."""
+    if not os.path.exists(path):
+        return None, None, None
+    want = size // 4096 * 16
+    best = ("kmalloc", None, 0)
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            p = line.split()
+            if len(p) < 3 or not p[1].isdigit():
+                continue
+            caller, n = p[2], int(p[1])
+            if "[rdma_rxe]" in line and not caller.startswith("rxe_queue_init") and n >= want and n > best[2]:
+                best = ("vmalloc", caller.split("+")[0], n)
+    return best
+
+
+def parse_run(path, size):
+    try:
+        with open(path, encoding="utf-8") as f:
+            j = json.load(f)
+        r = (j.get("results") or [{}])[0]
+    except (OSError, ValueError):
+        return {"ok": False, "registered": None, "error": "no JSON from rxe-verify run"}
+    e = {"ok": r.get("result") == "pass", "registered": r.get("registered")}
+    if e["ok"]:
+        for op in ("write", "read"):
+            e[op] = r[op]["MBps"] * 1e6 / (1 << 20)
+    else:
+        cause = (r.get("diagnosis") or {}).get("cause")
+        e["error"] = f"{r.get('result')}: errno {r.get('reg_errno')} ({cause})" if r.get("registered") is False \
+            else f"{r.get('result')} ({cause})"
+    alloc, caller, n = allocator(path[:-5] + ".vmalloc", size)
+    e.update(allocator=alloc, vmalloc_caller=caller, vmalloc_bytes=n)
+    return e
+
+
+def collect(d):
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(d, "dp*-r*-*-*.json"))):
+        m = RUN_RE.match(os.path.basename(path))
+        if not m:
+            continue
+        tag, r, mod, size = m.group(1), int(m.group(2)), m.group(3), size_bytes(m.group(4))
+        e = parse_run(path, size)
+        e.update(state=STATES[tag], round=r, pair=pair_of(r), module=mod)
+        runs.setdefault((tag, size, pair_of(r)), {})[mod] = e
+    if not runs:
+        return None
+    cells, pairs = {}, []
+    for (tag, size, p), by in sorted(runs.items()):
+        st, fx = by.get("stock"), by.get("fixed")
+        row = {"state": STATES[tag], "size": size, "size_text": size_text(size), "pair": p, "stock": st, "fixed": fx}
+        pairs.append(row)
+        if not fx or not fx["ok"] or not fx.get("allocator"):
+            continue  # rxe-kvfix gave no figure (a FAIL in the guest): no cell to put it in
+        c = cells.setdefault((size, fx["allocator"]), {"size": size, "size_text": size_text(size),
+                                                       "allocator": fx["allocator"], "states": [], "write": [],
+                                                       "read": [], "stock_refused": 0, "pairs": 0,
+                                                       "stock_vmalloc": 0})
+        c["pairs"] += 1
+        if STATES[tag] not in c["states"]:
+            c["states"].append(STATES[tag])
+        if st and st.get("allocator") == "vmalloc":
+            c["stock_vmalloc"] += 1  # never expected: stock has no vmalloc path
+        if st and st["ok"]:
+            for op in ("write", "read"):
+                c[op].append(fx[op] / st[op])
+        elif st and st.get("registered") is False:
+            c["stock_refused"] += 1
+    out = []
+    for key in sorted(cells):
+        c = cells[key]
+        for op in ("write", "read"):
+            c[f"{op}_ratio"] = verdict(c[op])
+            c[f"{op}_ratio"]["samples"] = c.pop(op)
+        if not c["write_ratio"]["n"] and c["stock_refused"]:
+            c["verdict"] = f"stock could not register ({c['stock_refused']} of {c['pairs']} pairs)"
+        else:
+            c["verdict"] = combine([c["write_ratio"], c["read_ratio"]])
+        c["stock_MiBps"] = {op: stats([(x["stock"] or {}).get(op) for x in pairs
+                                       if x["size"] == c["size"] and (x["fixed"] or {}).get("allocator") == c["allocator"]])
+                            for op in ("write", "read")}
+        c["fixed_MiBps"] = {op: stats([(x["fixed"] or {}).get(op) for x in pairs
+                                       if x["size"] == c["size"] and (x["fixed"] or {}).get("allocator") == c["allocator"]])
+                            for op in ("write", "read")}
+        out.append(c)
+    return {"cells": out, "pairs": pairs}
+
+
+def targets(res):
+    dp = res.get("data_path")
+    t = ("data path: rxe-kvfix/stock bandwidth over the same MR, WRITE and READ, per size × page array "
+         f"allocator (paired ABBA rounds; no measurable cost: the 95 % interval reaches 1.0 and stays above {1 - RESOLUTION:.2f})")
+    if not dp:
+        return [{"target": t, "verdict": "undecided", "why": "no dp-r*.json: the part dp did not run (bench_parts)"}]
+    cells = dp["cells"]
+    v = ("not met" if any(c["verdict"].startswith("costs") for c in cells) else
+         "met" if cells and all(c["verdict"] in ("no measurable cost",) or c["verdict"].startswith("stock could not")
+                                for c in cells) and any(c["verdict"] == "no measurable cost" for c in cells)
+         else "undecided")
+    why = "; ".join(f"{c['size_text']} {c['allocator']}: {c['verdict']}" for c in cells) or "no rxe-kvfix run gave a figure"
+    return [{"target": t, "verdict": v, "why": why}]
+
+
+def fmt_iv(d):
+    if d["geomean"] is None:
+        return "–"
+    if d["lo"] is None:
+        return f"{d['geomean']:.3f}"
+    return f"{d['geomean']:.3f} [{d['lo']:.3f}–{d['hi']:.3f}]"
+
+
+def fmt_mibs(s):
+    return "–" if not s else f"{s['median']:.1f} ({s['min']:.1f}–{s['max']:.1f})"
+
+
+def section(res, p):
+    dp = res.get("data_path")
+    p("## The data path: stock against rxe-kvfix")
+    p("")
+    if not dp:
+        p("No data-path figures: the part `dp` did not run (`bench_parts`).")
+        p("")
+        return
+    env = res.get("environment") or {}
+    p("Does the fix cost anything when data moves? The fix changes only how the MR's page array is "
+      "allocated (kvcalloc: kmalloc first, vmalloc when no block of its order is free); every RDMA "
+      "WRITE and READ looks pages up in it. `tests/vm/guest/dp.sh`: `rxe-verify run "
+      f"{env.get('dp_run') or ''}` over the same MR size on each module (one seed: the same transfers), "
+      "rounds in ABBA order (stock, rxe-kvfix, rxe-kvfix, stock, ...), each loading its module; pair p "
+      "is rounds 2p−1 and 2p, its ratio rxe-kvfix's MiB/s over stock's. In the guest as booted both "
+      "arrays come from kmalloc; with the fragmenter holding (the part `frag`'s state) rxe-kvfix's "
+      "comes from vmalloc where no block of its order is free, and stock may not register at all. "
+      "The allocator is read per run, not assumed: `/proc/vmallocinfo`'s rdma_rxe lines while the MR "
+      "is live (a line of at least the array's bytes other than the queues' `rxe_queue_init`: vmalloc). "
+      "Cells by the allocator that served rxe-kvfix's array; verdict from the geometric mean of the "
+      "pairs' ratios and its 95 % t-interval: *costs X %* when the interval is wholly under 1.0, "
+      f"*no measurable cost* when it reaches 1.0 and its bottom is ≥ {1 - RESOLUTION:.2f}, else "
+      "*undecided at N pairs*; a cell where stock never registered says so instead of a ratio.")
+    p("")
+    p("| MR size | rxe-kvfix's array | guest | pairs | stock WRITE MiB/s | rxe-kvfix WRITE MiB/s | WRITE ratio [95 %] | "
+      "stock READ MiB/s | rxe-kvfix READ MiB/s | READ ratio [95 %] | verdict |")
+    p("|---|---|---|---|---|---|---|---|---|---|---|")
+    for c in dp["cells"]:
+        p(f"| {c['size_text']} | {c['allocator']} | {', '.join(c['states'])} | {c['pairs']}"
+          + (f" (stock refused {c['stock_refused']})" if c["stock_refused"] else "") + " | "
+          f"{fmt_mibs(c['stock_MiBps']['write'])} | {fmt_mibs(c['fixed_MiBps']['write'])} | {fmt_iv(c['write_ratio'])} | "
+          f"{fmt_mibs(c['stock_MiBps']['read'])} | {fmt_mibs(c['fixed_MiBps']['read'])} | {fmt_iv(c['read_ratio'])} | "
+          f"**{c['verdict']}**" + (f" ({c['stock_vmalloc']} stock runs showed a vmalloc array!)" if c["stock_vmalloc"] else "")
+          + " |")
+    p("")
+    p("Per pair (MiB/s WRITE / READ; the allocator each run's watch saw):")
+    p("")
+    p("| guest | MR size | pair | stock | stock's array | rxe-kvfix | rxe-kvfix's array |")
+    p("|---|---|---|---|---|---|---|")
+    for x in dp["pairs"]:
+        cells = []
+        for m in ("stock", "fixed"):
+            e = x[m]
+            if not e:
+                cells += ["–", "–"]
+                continue
+            fig = f"{e['write']:.1f} / {e['read']:.1f}" if e["ok"] else f"**{e.get('error')}**"
+            al = e.get("allocator") or "no watch"
+            if al == "vmalloc":
+                al += f" ({e['vmalloc_caller']}, {e['vmalloc_bytes'] >> 10} KiB)"
+            cells += [fig, al]
+        p(f"| {x['state']} | {x['size_text']} | {x['pair']} | " + " | ".join(cells) + " |")
+    p("")
