@@ -251,12 +251,13 @@ demo:
 # per-run outputs, the samples (vm/bench-KERNEL/results.json) among them. PERFTEST_SRC: a
 # clone or mirror of linux-rdma/perftest for the peer comparison with perftest 26.x
 # --data_validation (built from it, never downloaded; without it those runs are SKIPped).
-# BENCH_PARTS: the parts to run (reg,bw,defaults,frag); some of them, e.g. `make bench
+# BENCH_PARTS: the parts to run (reg,bw,defaults,frag,dp; dp: the fix's cost on the data
+# path, tests/vm/guest/dp.sh); some of them, e.g. `make bench
 # BENCH_PARTS=defaults` (~20 min instead of 75), are merged into the published
 # summary.json part by part (tests/bench/render merge), the other parts' figures kept and
 # RESULTS.md saying which boot each part comes from.
 PERFTEST_SRC ?=
-BENCH_PARTS ?= reg,bw,defaults,frag
+BENCH_PARTS ?= reg,bw,defaults,frag,dp
 BENCH_OUT ?= $(CURDIR)/results/bench
 bench:
 	tests/run-all --only vm --results "$(BENCH_OUT)" --set scenarios=bench --set bench_form=full \

@@ -37,10 +37,11 @@ def run_doc(w, r, refused=False):
     return json.dumps({"tool": "rxe-verify", "command": "run", "results": [res]})
 
 
-def write_dp(d, tag, size, rounds, fixed_factor, vmalloc=None, stock_refused=False):
+def write_dp(d, tag, size, rounds, fixed_factor, vmalloc=None, stock_refused=False, split=None):
     """ABBA rounds of one size: stock at 60/66 MB/s (a drift of 1 % a round both modules
     share), rxe-kvfix at fixed_factor(pair) times it; the fixed runs' watch holds vmalloc
-    (extra lines) beside the queue's line."""
+    (extra lines) beside the queue's line; split: stock's round also ran the region as
+    that many MRs (dp.sh, where stock refused one), at the same speed."""
     for r in range(1, rounds + 1):
         m = bs.abba_module(r)
         base = os.path.join(d, f"{tag}-r{r:02d}-{m}-{size}")
@@ -51,6 +52,9 @@ def write_dp(d, tag, size, rounds, fixed_factor, vmalloc=None, stock_refused=Fal
             f = fixed_factor(bs.pair_of(r))
             doc = run_doc(60 * k * f, 66 * k * f)
         put(base + ".json", doc)
+        if split and m == "stock":
+            put(f"{base}-split{split}.json", run_doc(60 * k, 66 * k))
+            put(f"{base}-split{split}.vmalloc", QUEUE)
         put(base + ".vmalloc", QUEUE + (vmalloc if m == "fixed" and vmalloc else ""))
 
 
@@ -131,7 +135,7 @@ class Collect(unittest.TestCase):
         write_dp(self.d, "dp", "256M", 8, lambda p: 0.9)
         write_dp(self.d, "dp", "1G", 6, lambda p: (0.85, 1.15, 1.0)[p - 1])
         write_dp(self.d, "dpfrag", "512M", 8, lambda p: 1 + (p % 2 - 0.5) / 100,
-                 vmalloc=ARRAY_1G.replace("4198400", "2101248"))
+                 vmalloc=ARRAY_1G.replace("4198400", "2101248"), stock_refused=True, split=2)
         write_dp(self.d, "dpfrag", "1G", 4, lambda p: 1.0, vmalloc=ARRAY_1G, stock_refused=True)
 
     def tearDown(self):
@@ -152,7 +156,9 @@ class Collect(unittest.TestCase):
         self.assertTrue(cells[("256 MiB", "kmalloc")]["verdict"].startswith("costs 10"), cells[("256 MiB", "kmalloc")])
         self.assertEqual(cells[("256 MiB", "kmalloc")]["write_ratio"]["n"], 4)
         self.assertEqual(cells[("1 GiB", "kmalloc")]["verdict"], "undecided at 3 pairs")
-        self.assertEqual(cells[("512 MiB", "vmalloc")]["verdict"], "no measurable cost")
+        self.assertEqual(cells[("512 MiB", "vmalloc")]["verdict"],
+                         "no measurable cost (stock could not register one MR in 4 of 4 pairs: there against "
+                         "the same region split into 2 MRs of 256 MiB)")
         self.assertEqual(cells[("512 MiB", "vmalloc")]["states"], ["fragmented"])
         self.assertEqual(cells[("1 GiB", "vmalloc")]["verdict"], "stock could not register (2 of 2 pairs)")
         (t,) = [x for x in res["targets"] if x["target"].startswith("data path")]
@@ -166,6 +172,8 @@ class Collect(unittest.TestCase):
         self.assertIn("| 256 MiB | kmalloc | as booted | 4 |", page)
         self.assertIn("**stock could not register (2 of 2 pairs)**", page)
         self.assertIn("vmalloc (rxe_mr_init_user, 2052 KiB)", page)
+        self.assertIn("| fragmented | 512 MiB | 1 | **fail: errno 12 (fragmentation)** | none: not registered | "
+                      "57.8 / 63.6 (2 MRs) | kmalloc | 58.7 / 64.5 | vmalloc (rxe_mr_init_user, 2052 KiB) |", page)
         # the summary (what git keeps) renders the same page
         out = self.render("summarize", rj, "-o", sj)
         self.assertEqual(out.returncode, 0, out.stderr)

@@ -38,7 +38,8 @@
 #            dp-rNN-MOD-SIZE.{json,vmalloc}, then, while the fragmenter of part 3 holds
 #            (started for dp alone when frag is not run), DP_FRAG_ROUNDS of
 #            DP_FRAG_SIZES (rxe-kvfix's page array from vmalloc where no block of its
-#            order is free; stock may not register) -> dpfrag-rNN-MOD-SIZE.*; the
+#            order is free; stock then cannot register one MR, and runs the region
+#            split into 256 MiB MRs beside it) -> dpfrag-rNN-MOD-SIZE[-splitK].*; the
 #            allocator that served each run is read from /proc/vmallocinfo
 #
 # Forms: short (CI, within the harness budget; proves the design runs, decides little):
@@ -51,9 +52,11 @@
 # bw.sh full (5 pairs of 64K, 1M, 8M and 64M, the full span), defaults.sh full (5 pairs
 # of 64K, 1M and 8M, WRITE and READ; six waiting modes x 5 rounds), 6 fragmented
 # rounds (3 pairs) of 256M 512M 640M 1G.
-# dp: short: 2 rounds (1 pair) of 256M 1G as booted, 2 fragmented rounds of 512M 1G,
-# sampled mode, one pass (~100 MiB each way a run); full: 12 rounds (6 pairs) of 256M
-# 512M 1G as booted, 6 fragmented rounds (3 pairs) of 512M 1G, sampled mode, 3 passes.
+# dp: short: 2 rounds (1 pair: one ratio, never a decision) of 1G as booted, 2 fragmented
+# rounds of 1G (stock's also split into 4 MRs), sampled mode, one pass (324 transfers,
+# ~12 MiB each way: the region's setup is most of a run, the rates are noise); full: 12
+# rounds (6 pairs) of 256M 512M 1G as booted, 6 fragmented rounds (3 pairs) of 512M 1G,
+# full mode, 1 MiB messages (every byte of the MR both ways: seconds of wire time a run).
 #
 # Raw outputs go to /results; tests/bench/render collects them into results.json and
 # renders RESULTS.md and summary.json from it. A step fails only when it produced no figure where one must exist (tool
@@ -69,12 +72,12 @@ case $FORM in
 short)
 	REG_REPS=5 ROUNDS=4 FRAG_ROUNDS=2 FIXED_ONLY_REPS=0
 	SIZES_BOTH='64M 256M 1G' SIZES_FIXED_ONLY='' FRAG_SIZES='640M 1G'
-	DP_ROUNDS=2 DP_SIZES='256M 1G' DP_FRAG_ROUNDS=2 DP_FRAG_SIZES='512M 1G' DP_MODE=sampled DP_PASSES=1
+	DP_ROUNDS=2 DP_SIZES='1G' DP_FRAG_ROUNDS=2 DP_FRAG_SIZES='1G' DP_ARGS='-m sampled --passes 1'
 	;;
 full)
 	REG_REPS=5 ROUNDS=40 FRAG_ROUNDS=6 FIXED_ONLY_REPS=20
 	SIZES_BOTH='64M 128M 256M 512M 1G' SIZES_FIXED_ONLY='2G 4G 8G' FRAG_SIZES='256M 512M 640M 1G'
-	DP_ROUNDS=12 DP_SIZES='256M 512M 1G' DP_FRAG_ROUNDS=6 DP_FRAG_SIZES='512M 1G' DP_MODE=sampled DP_PASSES=3
+	DP_ROUNDS=12 DP_SIZES='256M 512M 1G' DP_FRAG_ROUNDS=6 DP_FRAG_SIZES='512M 1G' DP_ARGS='-m full --msg-size 1M'
 	;;
 *)
 	echo "bench.sh: form must be short or full, not '$FORM'" >&2
@@ -115,7 +118,7 @@ kv rounds "$ROUNDS"
 kv frag_rounds "$FRAG_ROUNDS"
 kv dp_rounds "$DP_ROUNDS"
 kv dp_frag_rounds "$DP_FRAG_ROUNDS"
-kv dp_run "-m $DP_MODE --passes $DP_PASSES --seed $DP_SEED"
+kv dp_run "$DP_ARGS --seed $DP_SEED"
 kv parts "$PARTS"
 kv t_start "$(now)"
 

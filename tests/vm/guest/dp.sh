@@ -12,10 +12,11 @@
 #                                      may then not register at all); TOPUP 1: top the
 #                                      fragmenter up before every run
 #
-# A run: `rxe-verify run -d rxe0 -s SIZE -m DP_MODE --passes DP_PASSES --seed DP_SEED`:
-# one seed for every run, so both modules move the same transfers (sampled mode: first
-# and last pages, straddles, 64 spread and 64 random transfers of up to 1 MiB over the
-# whole MR: the page array is looked up all over it) -> TAG-rNN-MOD-SIZE.json (.err, .rc).
+# A run: `rxe-verify run -d rxe0 -s SIZE DP_ARGS --seed DP_SEED` (bench.sh's form: the
+# short one sampled, one pass: first and last pages, straddles, 64 spread and 64 random
+# transfers over the whole MR; the full one every byte both ways in 1 MiB messages): one
+# seed for every run, so both modules move the same transfers; the page array is looked
+# up all over the MR -> TAG-rNN-MOD-SIZE.json (.err, .rc).
 # Which allocator served the page array is read, not assumed: while the run is live,
 # /proc/vmallocinfo's lines whose caller is in [rdma_rxe] are read every 0.2 s and the
 # reading with the most bytes is kept -> TAG-rNN-MOD-SIZE.vmalloc (render: vmalloc when a
@@ -23,6 +24,13 @@
 # the page array's bytes; kmalloc otherwise, as stock always). Nothing here is a
 # threshold: a stock run that could not register is a figure, any rxe-kvfix failure a
 # FAIL of the round.
+# In the fragmented guest stock can register only where kvcalloc's kmalloc would succeed
+# too (vmalloc serves rxe-kvfix only when no block of the array's order is free, and then
+# stock's kzalloc fails): so there, stock's round also runs the same region split into
+# MRs of DP_SPLIT_BYTES (256 MiB: order-8 arrays, which the fragmented guest still has)
+# -> TAG-rNN-stock-SIZE-splitK.*: the same bytes over the same region, stock's arrays
+# from kmalloc, against rxe-kvfix's one array from vmalloc.
+DP_SPLIT_BYTES=$((256 << 20))
 DP_DEV=rxe0 DP_SEED=20261207
 
 # dp_watch OUT: the largest reading (bytes) of rdma_rxe's vmalloc lines into OUT, until killed
@@ -40,14 +48,16 @@ dp_watch() {
 	done
 }
 
-# dp_run FILE SIZE: one rxe-verify run with the vmallocinfo watch beside it
+# dp_run FILE SIZE [ARGS]: one rxe-verify run with the vmallocinfo watch beside it
 # shellcheck disable=SC2317  # called by dp_rounds
 dp_run() {
 	local f=$1 size=$2 rc=0 w
+	shift 2
 	dp_watch "$f.vmalloc" &
 	w=$!
-	timeout 1200 "$RV" run -d "$DP_DEV" -s "$size" -m "$DP_MODE" --passes "$DP_PASSES" --seed "$DP_SEED" \
-		--json --no-progress >"$f.json" 2>"$f.err" || rc=$?
+	# shellcheck disable=SC2086  # DP_ARGS: the form's options, split on purpose
+	timeout 1200 "$RV" run -d "$DP_DEV" -s "$size" $DP_ARGS --seed "$DP_SEED" \
+		--json --no-progress "$@" >"$f.json" 2>"$f.err" || rc=$?
 	kill "$w" 2>/dev/null || true
 	wait "$w" 2>/dev/null || true
 	rm -f "$f.vmalloc.tmp"
@@ -64,7 +74,7 @@ dp_summary() {
 import json, os, sys
 mod, figs, bad = sys.argv[1], [], []
 for base in sys.argv[2:]:
-    size = base.rsplit("-", 1)[1]
+    size = base.split("-r", 1)[1].split("-", 2)[2]
     try:
         j = json.load(open(base + ".json"))
         r = (j.get("results") or [{}])[0]
@@ -90,7 +100,7 @@ dp_rounds() {
 	for ((r = 1; r <= rounds; r++)); do
 		mod=$(abba "$r")
 		rr=$(printf %02d "$r")
-		t_start "$K bench $tag round $r/$rounds ($mod): rxe-verify run -m $DP_MODE --passes $DP_PASSES of $sizes"
+		t_start "$K bench $tag round $r/$rounds ($mod): rxe-verify run $DP_ARGS of $sizes"
 		round_note "$tag" "$r" "$mod" start
 		if ! mod_load "$mod" 2>"$OUT/$tag-round-$rr.err"; then
 			t_fail "$(head -c 300 "$OUT/$tag-round-$rr.err")"
@@ -101,6 +111,12 @@ dp_rounds() {
 			files+=("$OUT/$tag-r$rr-$mod-$size")
 			((!topup)) || rxe_frag_topup || echo "     (the fragmenter did not confirm top-up $((FRAG_TOPUPS + 1)))"
 			dp_run "${files[-1]}" "$size"
+			if ((topup)) && [[ $mod == stock ]] && (($(numfmt --from=iec "$size") > DP_SPLIT_BYTES)); then
+				local k=$(($(numfmt --from=iec "$size") / DP_SPLIT_BYTES))
+				files+=("$OUT/$tag-r$rr-$mod-$size-split$k")
+				rxe_frag_topup || echo "     (the fragmenter did not confirm top-up $((FRAG_TOPUPS + 1)))"
+				dp_run "${files[-1]}" "$size" --split "$k"
+			fi
 		done
 		round_note "$tag" "$r" "$mod" end
 		dp_summary "$mod" "${files[@]}"
