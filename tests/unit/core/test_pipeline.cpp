@@ -41,12 +41,13 @@ struct Lane {
     spec.slots = slots;
     spec.bytes = [](std::size_t) { return std::uint64_t{kLen}; };
     spec.deadline = [](std::uint64_t) { return std::chrono::milliseconds(100); };
-    spec.wrs = [this](std::size_t i) {
+    spec.wrs = [this](std::size_t i, std::vector<WorkRequest>& out) {
       WorkRequest w;
       w.sges = {{reinterpret_cast<std::uint64_t>(src.data() + i * kLen), kLen, src_mr->lkey()}};
       w.raddr = reinterpret_cast<std::uint64_t>(dst.data() + i * kLen);
       w.rkey = dst_mr->rkey();
-      return std::vector<WorkRequest>{w};
+      out = {w};
+      return std::size_t{1};
     };
     spec.prepare = [this](std::size_t i) -> Result<void> {
       max_unverified = std::max(max_unverified, i - checked.load());

@@ -26,30 +26,32 @@ double since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-std::vector<WorkRequest> Engine::wrs_of(const Transfer& t, std::uint64_t remote, unsigned char* base,
-                                        const SplitLayout& layout,
-                                        const std::vector<std::unique_ptr<MemoryRegion>>& mrs) const {
-  std::vector<Sge> pieces;
-  std::uint64_t o = t.offset, end = t.offset + t.length;
-  while (o < end) {
-    unsigned m = layout.mr_of(o);
-    std::uint64_t stop = std::min(end, layout.starts[m + 1]);
-    pieces.push_back(
-        {reinterpret_cast<std::uint64_t>(base + o), static_cast<std::uint32_t>(stop - o), mrs[m]->lkey()});
-    o = stop;
-  }
-  std::vector<WorkRequest> out;
+std::size_t Engine::wrs_of(const Transfer& t, std::uint64_t remote, unsigned char* base,
+                           const SplitLayout& layout, const std::vector<std::unique_ptr<MemoryRegion>>& mrs,
+                           std::vector<WorkRequest>& out) const {
   const auto step = static_cast<std::size_t>(max_sge_);
-  for (std::size_t i = 0; i < pieces.size(); i += step) {
-    WorkRequest w;
-    w.sges.assign(pieces.begin() + static_cast<long>(i),
-                  pieces.begin() + static_cast<long>(std::min(pieces.size(), i + step)));
+  std::size_t n = 0;
+  std::uint64_t o = t.offset;
+  const std::uint64_t end = t.offset + t.length;
+  while (o < end) {
+    if (n == out.size()) {  // grows only: elements and their SGE lists (room for max_sge) are reused
+      out.emplace_back();
+      out.back().sges.reserve(step);
+    }
+    WorkRequest& w = out[n++];
+    w.sges.clear();
     w.raddr = remote;
     w.rkey = peer_.staging_rkey();
-    for (const auto& sg : w.sges) remote += sg.length;
-    out.push_back(std::move(w));
+    while (o < end && w.sges.size() < step) {
+      const unsigned m = layout.mr_of(o);
+      const std::uint64_t stop = std::min(end, layout.starts[m + 1]);
+      w.sges.push_back(
+          {reinterpret_cast<std::uint64_t>(base + o), static_cast<std::uint32_t>(stop - o), mrs[m]->lkey()});
+      remote += stop - o;
+      o = stop;
+    }
   }
-  return out;
+  return n;
 }
 
 void Engine::fail_loop(SizeResult& r, OpCode op, const LoopFailure& f, const Transfer& t) {
@@ -276,8 +278,8 @@ LoopResult Engine::run_loop(OpCode op, unsigned pass, std::uint64_t key, const P
            plan[j].offset < plan[i].offset + plan[i].length;
   };
   ls.deadline = [&](std::uint64_t b) { return op_deadline(cfg_, b); };
-  ls.wrs = [&](std::size_t i) {
-    return wrs_of(plan[i], peer_.staging_addr() + st_of(i), base, region.layout, region.mrs);
+  ls.wrs = [&](std::size_t i, std::vector<WorkRequest>& out) {
+    return wrs_of(plan[i], peer_.staging_addr() + st_of(i), base, region.layout, region.mrs, out);
   };
   ls.prepare = [&](std::size_t i) -> Result<void> {
     const Transfer& t = plan[i];

@@ -47,10 +47,12 @@ class Engine {
 
  private:
   // Work requests of one transfer: its scatter list over T, cut at MR boundaries, at
-  // most max_sge entries per WR; `remote` is the staging address it goes to/from.
-  std::vector<WorkRequest> wrs_of(const Transfer& t, std::uint64_t remote, unsigned char* base,
-                                  const SplitLayout& layout,
-                                  const std::vector<std::unique_ptr<MemoryRegion>>& mrs) const;
+  // most max_sge entries per WR; `remote` is the staging address it goes to/from. Written
+  // into the first N elements of `out` (returns N), reusing them and their SGE lists:
+  // the hot path allocates nothing per post once they have grown (LoopSpec::wrs).
+  std::size_t wrs_of(const Transfer& t, std::uint64_t remote, unsigned char* base, const SplitLayout& layout,
+                     const std::vector<std::unique_ptr<MemoryRegion>>& mrs,
+                     std::vector<WorkRequest>& out) const;
   // The region a size's loops run over: `size` bytes at `base`, registered as `mrs`.
   struct Region {
     unsigned char* base;

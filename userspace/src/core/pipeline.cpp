@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -12,11 +11,39 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A FIFO of transfer indices on a ring that only grows, to the most ever queued (at
+// most the staging slots, its capacity from the start): nothing is allocated per
+// transfer, where std::deque allocated a block every 64 of them.
+class Fifo {
+ public:
+  explicit Fifo(std::size_t capacity) : buf_(std::max<std::size_t>(capacity, 1)) {}
+  bool empty() const { return n_ == 0; }
+  void push(std::size_t v) {
+    if (n_ == buf_.size()) {
+      std::vector<std::size_t> b(2 * buf_.size());
+      for (std::size_t k = 0; k < n_; ++k) b[k] = buf_[(head_ + k) % buf_.size()];
+      buf_.swap(b);
+      head_ = 0;
+    }
+    buf_[(head_ + n_++) % buf_.size()] = v;
+  }
+  std::size_t pop() {
+    const std::size_t v = buf_[head_];
+    head_ = (head_ + 1) % buf_.size();
+    --n_;
+    return v;
+  }
+
+ private:
+  std::vector<std::size_t> buf_;
+  std::size_t head_ = 0, n_ = 0;
+};
+
 // Verifies completed transfers in order on its own thread (or inline).
 class Checker {
  public:
-  Checker(const std::function<VerifyOutcome(std::size_t)>& check, bool threaded)
-      : check_(check), threaded_(threaded) {
+  Checker(const std::function<VerifyOutcome(std::size_t)>& check, bool threaded, std::size_t slots)
+      : check_(check), threaded_(threaded), q_(slots) {
     if (threaded_) th_ = std::thread([this] { loop(); });
   }
   ~Checker() { stop(); }
@@ -30,7 +57,7 @@ class Checker {
       return;
     }
     std::lock_guard<std::mutex> l(m_);
-    q_.push_back(i);
+    q_.push(i);
     cv_.notify_one();
   }
   std::size_t verified() {
@@ -80,8 +107,7 @@ class Checker {
     while (true) {
       cv_.wait(l, [&] { return stop_ || !q_.empty(); });
       if (stop_) return;
-      std::size_t i = q_.front();
-      q_.pop_front();
+      const std::size_t i = q_.pop();
       if (failed_) continue;
       busy_ = true;
       l.unlock();
@@ -98,7 +124,7 @@ class Checker {
   std::thread th_;
   std::mutex m_;
   std::condition_variable cv_, done_cv_;
-  std::deque<std::size_t> q_;
+  Fifo q_;  // completed transfers waiting for their check
   std::size_t verified_ = 0;
   bool busy_ = false, failed_ = false, stop_ = false;
   std::size_t fail_i_ = 0;
@@ -117,7 +143,7 @@ class Loop {
         depth_(std::max(1u, s.depth)),
         slots_(std::max(1u, s.slots)),
         sig_wr_(std::max(1u, depth_ / 4)),  // periodic signalling keeps completions flowing
-        checker_(s.check, s.threaded),
+        checker_(s.check, s.threaded, slots_),
         last_wr_(s.count, 0),
         bytes_of_(s.count, 0) {}
 
@@ -178,10 +204,10 @@ class Loop {
         return false;
       }
     }
-    pending_ = s_.wrs(next_);
+    pending_n_ = s_.wrs(next_, pending_);
     have_pending_ = true;
     pending_pos_ = 0;
-    if (pending_.empty()) {
+    if (pending_n_ == 0) {
       fail(LoopFailure::Kind::Prepare, next_, 0, 0, "transfer has no work requests");
       return false;
     }
@@ -200,7 +226,7 @@ class Loop {
   // Posts the next pending WR; false when the post failed.
   bool post_next_wr(std::size_t ver) {
     WorkRequest& w = pending_[pending_pos_];
-    const bool last_of_transfer = pending_pos_ + 1 == pending_.size();
+    const bool last_of_transfer = pending_pos_ + 1 == pending_n_;
     // Signal when posting the next WR will have to wait (send queue full, loop done,
     // staging slots all unverified), or nothing would ever report this one's
     // completion; and every sig_wr-th WR so the queue keeps draining.
@@ -325,8 +351,9 @@ class Loop {
   std::vector<std::uint64_t> bytes_of_;
   std::size_t next_ = 0, completed_ = 0, reported_ = 0;
   std::uint64_t posted_ = 0, done_wr_ = 0, in_flight_bytes_ = 0;
-  std::vector<WorkRequest> pending_;  // WRs of transfer next_, pending_pos_ of them posted
-  std::size_t pending_pos_ = 0;
+  std::vector<WorkRequest>
+      pending_;  // WRs of transfer next_ (the first pending_n_), pending_pos_ of them posted
+  std::size_t pending_n_ = 0, pending_pos_ = 0;
   bool have_pending_ = false;
   Clock::time_point busy_since_{}, last_progress_ = Clock::now(), win_start_ = Clock::now();
   std::uint64_t win_bytes_ = 0;

@@ -36,8 +36,11 @@ struct VerifyOutcome {
 struct LoopSpec {
   OpCode op = OpCode::Write;
   std::size_t count = 0;  // transfers
-  // Work requests of transfer i (wr_id and signalled are set by the pipeline).
-  std::function<std::vector<WorkRequest>(std::size_t)> wrs;
+  // Work requests of transfer i (wr_id and signalled are set by the pipeline): written
+  // into the first N elements of `out`, which is grown when it is short and never shrunk,
+  // so its elements and their SGE lists are reused (no allocation per post once they
+  // have grown); returns N.
+  std::function<std::size_t(std::size_t i, std::vector<WorkRequest>& out)> wrs;
   // Main thread, before transfer i is posted: an error stops the loop (e.g. the peer's fill).
   std::function<Result<void>(std::size_t)> prepare;
   // Checker thread, after transfer i completed: the data check.
