@@ -56,18 +56,24 @@ export PATH="$W/bin:$PATH" RXE_KVFIX_STATE_DIR=$W/state RXE_KVFIX_MODULES_DIR=$W
 unset RXE_KVFIX_LOCK_FD
 oneline() { tr '\n' '|' <"$1"; }
 
-# run_case BUSY_CMD...: BUSY_CMD runs about 4 s in the background (the order file gets
-# "released" as it ends); repair --after-transaction starts 1 s into it
+# run_case READY BUSY_CMD...: BUSY_CMD runs about 4 s in the background (the order file
+# gets "released" as it ends); repair --after-transaction starts once the command READY
+# says it is busy (at most 20 s: on a loaded host a fixed second was not always enough)
 run_case() {
-	local rc=0 busy
+	local rc=0 busy ready=$1 i
+	shift
 	: >"$ORDER"
-	rm -f "$W/installed"
+	rm -f "$W/installed" "$W/rpm.lock.busy"
 	(
 		"$@"
 		echo released >>"$ORDER"
 	) &
 	busy=$!
-	sleep 1
+	for ((i = 0; i < 200; i++)); do
+		! "$ready" || break
+		sleep 0.1
+	done
+	"$ready" || echo "     warning: the busy command did not start within 20 s"
 	timeout 60 "$REPO/kmod/rxe-kvfix" repair --after-transaction >"$W/out" 2>&1 || rc=$?
 	wait "$busy" || true
 	return "$rc"
@@ -79,11 +85,15 @@ before() {
 	b=$(grep -m1 -nxF "$2" "$ORDER" | cut -d: -f1)
 	[[ -n $a && -n $b ]] && ((a < b))
 }
-# hold_rpm_lock [FILE]: a transaction of 4 s (rpm's lock held) that removes FILE at its end
+# hold_rpm_lock [FILE]: a transaction of 4 s (rpm's lock held, then RPMLOCK.busy made)
+# that removes FILE at its end; lock_held and automatic_runs: the READY commands
+lock_held() { [[ -e $W/rpm.lock.busy ]]; }
+automatic_runs() { pgrep -x dnf-automatic >/dev/null; }
 hold_rpm_lock() {
 	python3 -c 'import fcntl, os, sys, time
 f = open(sys.argv[1], "w")
 fcntl.lockf(f, fcntl.LOCK_EX)
+open(sys.argv[1] + ".busy", "w").close()
 time.sleep(4)
 if len(sys.argv) > 2:
     os.remove(sys.argv[2])' "$W/rpm.lock" "$@"
@@ -100,7 +110,7 @@ fi
 touch "$W/registered"
 t_start "repair --after-transaction while a process holds rpm's transaction lock (PackageKit, dnf5daemon-server: no name it knows): waits for its release, then builds"
 rc=0
-run_case hold_rpm_lock || rc=$?
+run_case lock_held hold_rpm_lock || rc=$?
 if ((rc != 0)); then
 	t_fail "exit $rc: $(oneline "$W/out")"
 elif ! before released 'dkms autoinstall'; then
@@ -112,7 +122,7 @@ fi
 
 t_start "repair --after-transaction while dnf-automatic runs: waits for its end, then builds"
 rc=0
-run_case dnf-automatic 4 || rc=$?
+run_case automatic_runs dnf-automatic 4 || rc=$?
 if ((rc != 0)); then
 	t_fail "exit $rc: $(oneline "$W/out")"
 elif ! before released 'dkms autoinstall'; then
@@ -124,7 +134,7 @@ fi
 
 t_start "repair --after-transaction when the transaction erased rxe-kvfix meanwhile: no dkms autoinstall, one line, exit 0"
 rc=0
-run_case hold_rpm_lock "$W/registered" || rc=$?
+run_case lock_held hold_rpm_lock "$W/registered" || rc=$?
 if ((rc != 0)); then
 	t_fail "exit $rc: $(oneline "$W/out")"
 elif grep -qx 'dkms autoinstall' "$ORDER"; then
