@@ -10,6 +10,7 @@
 #pragma once
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -34,6 +35,11 @@ enum class FaultKind {
   Corrupt,    // byte `amount` of the payload arrives with bits flipped
   NoData,     // completes successfully, nothing written
   Overrun,    // delivered, then `amount` bytes (default 16) after the destination's end changed
+  Delay,      // executes and completes `amount` ms (default 1000) late, data intact
+  Reorder,    // its data lands `amount` ms (default 200) after later WRs executed and
+              // completed: a later completion (which on RC implies this one) comes first
+  PortDown,   // the port goes down (FakeDevice::port() says so from now) and the WR fails
+              // with IBV_WC_RETRY_EXC_ERR, as rxe's does when its netdev goes down
 };
 struct Fault {
   FaultKind kind = FaultKind::None;
@@ -107,10 +113,11 @@ struct FakeControl {
   // non-empty: Provider::open, Device::create_qp or QueuePair::connect fails with it (exit 3)
   std::string open_error, create_qp_error, connect_error;
   // Completion behaviour and what the engine did.
-  unsigned complete_per_poll = 0;  // WRs executed per poll() call, 0 = all queued
-  bool reverse_batches = false;    // return each poll's completions newest first
-  unsigned rd_atomic = 16;         // negotiated max_rd_atomic
-  WaitPolicy created_wait;         // the QpParams::wait of the last QP created
+  unsigned complete_per_poll = 0;        // WRs executed per poll() call, 0 = all queued
+  bool reverse_batches = false;          // return each poll's completions newest first
+  std::chrono::milliseconds latency{0};  // a WR executes no sooner than this after its post
+  unsigned rd_atomic = 16;               // negotiated max_rd_atomic
+  WaitPolicy created_wait;               // the QpParams::wait of the last QP created
   unsigned created_depth = 0, max_in_flight = 0, max_reads_in_flight = 0, max_batch = 0;
   unsigned posted = 0, signaled = 0, polls = 0, drains = 0, flushed = 0, overcommits = 0;
 };
@@ -160,6 +167,7 @@ class FakeQp final : public QueuePair {
       c_.max_reads_in_flight = std::max(c_.max_reads_in_flight, reads_out_);
     }
     queue_.push_back(w);
+    queued_at_.push_back(std::chrono::steady_clock::now());
     c_.max_in_flight = std::max<unsigned>(c_.max_in_flight, static_cast<unsigned>(queue_.size()));
     if (w.signaled) ++c_.signaled;
     ++c_.posted;
@@ -169,20 +177,51 @@ class FakeQp final : public QueuePair {
     ++c_.polls;
     std::vector<Completion> batch;
     unsigned budget = c_.complete_per_poll ? c_.complete_per_poll : ~0u;
+    while (!deferred_.empty() && std::chrono::steady_clock::now() >= deferred_.front().second) {
+      const WorkRequest w = deferred_.front().first;  // Reorder: its data lands now
+      deferred_.erase(deferred_.begin());
+      if (check_access(w) == 0) execute(w, -1, Fault{});
+      if (w.signaled) batch.push_back({w.wr_id, 0, ""});
+    }
     while (!queue_.empty() && budget > 0 && static_cast<int>(batch.size()) < max) {
       if (held_) break;  // timed out: nothing completes any more
+      const auto now = std::chrono::steady_clock::now();
+      if (now - queued_at_.front() < c_.latency || now < delayed_until_) break;  // still on the wire
       WorkRequest w = queue_.front();
       int idx = c_.ops;
       Fault f = c_.fault ? c_.fault(w, idx) : Fault{};
+      if (f.kind == FaultKind::Delay) {
+        ++c_.faults;
+        delayed_until_ = now + std::chrono::milliseconds(f.amount ? f.amount : 1000);
+        break;
+      }
+      if (f.kind == FaultKind::Reorder) {
+        ++c_.faults;
+        deferred_.push_back({w, now + std::chrono::milliseconds(f.amount ? f.amount : 200)});
+        queue_.erase(queue_.begin());
+        queued_at_.erase(queued_at_.begin());
+        ++c_.ops;
+        if (w.op == OpCode::Read) --reads_out_;
+        continue;
+      }
       if ((idx == c_.fail_op_at && c_.fail_timeout) || f.kind == FaultKind::Drop) {
         if (f.kind == FaultKind::Drop) ++c_.faults;
         held_ = true;
         break;
       }
       queue_.erase(queue_.begin());
+      queued_at_.erase(queued_at_.begin());
       ++c_.ops;
       --budget;
       if (w.op == OpCode::Read) --reads_out_;
+      if (f.kind == FaultKind::PortDown) {
+        ++c_.faults;
+        c_.port_active = false;
+        broken_ = true;
+        batch.push_back({w.wr_id, kWcRetryExcErr, "transport retry counter exceeded"});
+        unreaped_ = 0;
+        break;
+      }
       if (idx == c_.fail_op_at) {
         broken_ = true;
         batch.push_back({w.wr_id, c_.fail_status, "transport retry counter exceeded"});
@@ -217,6 +256,8 @@ class FakeQp final : public QueuePair {
     ++c_.drains;
     c_.flushed += static_cast<unsigned>(queue_.size());
     queue_.clear();
+    queued_at_.clear();
+    deferred_.clear();
     unreaped_ = 0;
   }
   unsigned max_send_wr() const override { return depth_; }
@@ -314,6 +355,9 @@ class FakeQp final : public QueuePair {
   const void* dev_;                             // the device whose MRs the lkeys must name
   std::vector<unsigned char> prev_payload_[2];  // [is write]: the last WR's payload
   std::vector<WorkRequest> queue_;
+  std::vector<std::chrono::steady_clock::time_point> queued_at_;  // queue_'s post times
+  std::chrono::steady_clock::time_point delayed_until_{};         // Delay: nothing executes before
+  std::vector<std::pair<WorkRequest, std::chrono::steady_clock::time_point>> deferred_;  // Reorder
   unsigned unreaped_ = 0;  // executed unsignalled WRs still holding send queue slots
   unsigned reads_out_ = 0;
   bool held_ = false;

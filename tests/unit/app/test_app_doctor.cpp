@@ -143,3 +143,34 @@ TEST(AppDoctor, NoRecordIsNull) {
   EXPECT_TRUE(out.report["rxe_kvfix_build"].is_null());
   EXPECT_EQ(out.text.find("rxe-kvfix   "), std::string::npos);
 }
+
+// doctor -s SIZE: whether the loaded rdma_rxe can register one MR of SIZE. A stock module
+// on a kernel that needs the fix cannot register 2 GiB (524,288 pages x 16 B = 8 MiB of
+// contiguous page array, order 11 > MAX_PAGE_ORDER 10): not ready, with the cause;
+// rxe-kvfix can; a stock module whose order fits but no free block of it is left: a warning.
+TEST(AppDoctor, SizeTheLoadedModuleCannotRegisterIsAProblem) {
+  FakeHost stock;
+  stock.mod.flavor = ModuleFlavor::Stock;
+  Outcome out = doctor(stock, "2G");
+  EXPECT_EQ(out.exit, kExitNotReady);
+  EXPECT_EQ(out.report["register"]["verdict"], "cannot");
+  EXPECT_EQ(out.report["register"]["metadata_order"], 11);
+  EXPECT_TRUE(has(out.report["causes"], "rxe_metadata_order"));
+  EXPECT_TRUE(has(out.report["problems"], "MAX_PAGE_ORDER"));
+  EXPECT_NE(out.text.find("register    2 GiB: cannot"), std::string::npos) << out.text;
+
+  FakeHost kvfix;  // rxe-kvfix
+  Outcome ok = doctor(kvfix, "2G");
+  EXPECT_EQ(ok.exit, kExitPass);
+  EXPECT_EQ(ok.report["register"]["verdict"], "can");
+
+  FakeHost fits;  // 1 GiB: order 10, possible on stock
+  fits.mod.flavor = ModuleFlavor::Stock;
+  EXPECT_EQ(doctor(fits, "1G").report["register"]["verdict"], "can");
+  fits.files["/proc/buddyinfo"] =
+      "Node 0, zone   Normal    10   10   10   10   10   10   10   10   10    4    0\n";
+  Outcome frag = doctor(fits, "1G");
+  EXPECT_EQ(frag.exit, kExitPass);
+  EXPECT_EQ(frag.report["register"]["verdict"], "not_now");
+  EXPECT_TRUE(has(frag.report["warnings"], "fragmentation"));
+}

@@ -1,5 +1,6 @@
-// app/run.cpp through the fakes: the loopback QP pair rebuilt after a failed size, and
-// the remaining sizes skipped after a two-host connection broke.
+// app/run.cpp through the fakes: the loopback QP pair rebuilt after a failed size, the
+// remaining sizes skipped after a two-host connection broke, memlock counted on the side
+// that pins.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -402,4 +403,49 @@ TEST(AppRun, RegionAboveMaxMrSizeIsAUsageError) {
   auto o = small_run({"32M"});
   o.split = 4;  // four 8 MiB MRs fit
   EXPECT_EQ(run_command(o, prov, host).exit, kExitPass);
+}
+
+namespace {
+// A server thread on its own fake device (as in TwoHostSkipsTheRemainingSizes...).
+struct Server {
+  FakeControl sc;
+  FakeProvider sprov{sc};
+  ServeOptions so;
+  int rc = -1;
+  std::thread th;
+  explicit Server(unsigned salt) {
+    so.device = "rxe0";
+    so.gid_index = 1;
+    so.bind = "127.0.0.1";
+    so.port = static_cast<std::uint16_t>(20000 + (getpid() + salt) % 20000);
+    so.timeout = 30;
+  }
+  void start() {
+    th = std::thread([this] { rc = run_server(sprov, so); });
+    for (int i = 0; i < 500 && !listening(so.port); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ~Server() {
+    if (th.joinable()) th.join();
+  }
+};
+}  // namespace
+
+// The client of a two-host run pins its region only: a 1 MiB memlock limit holds a 64 KiB
+// region, though not the 16 MiB staging buffer (the server's, pinned there).
+TEST(AppRun, TwoHostClientCountsItsRegionNotTheServersStaging) {
+  Server srv(7);
+  srv.start();
+  ASSERT_TRUE(listening(srv.so.port));
+  FakeControl c;
+  FakeProvider prov(c);
+  FakeHost host;
+  host.files["/proc/self/limits"] =
+      "Limit                     Soft Limit           Hard Limit           Units     \n"
+      "Max locked memory         1048576              1048576              bytes     \n";
+  RunCommandConfig o = small_run({"64K"});
+  o.connect = "127.0.0.1:" + std::to_string(srv.so.port);
+  Outcome out = run_command(o, prov, host);
+  EXPECT_EQ(out.exit, kExitPass) << out.text;
+  EXPECT_EQ(out.report["verdict"], "pass") << out.report.dump();
 }

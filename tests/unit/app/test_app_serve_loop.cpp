@@ -122,3 +122,42 @@ TEST(AppServeLoop, DeviceErrorsRefuseTheClientWithTheVerbsText) {
   auto d = session_with(down);
   EXPECT_EQ(d.reply, "port 1 of rxe0 is not ACTIVE on the server");
 }
+
+// The staging buffer is pinned on the server: the server's memlock check (serve_command
+// gives it the host's RLIMIT_MEMLOCK) refuses the hello before anything is registered,
+// naming the cause, which the client's hello parser keeps.
+TEST(AppServeLoop, ServerMemlockRefusesTheHelloWithItsCause) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  const std::string hello =
+      R"({"op":"hello","version":2,"qp":{"qpn":17,"psn":5,"gid":"00112233445566778899aabbccddeeff"},"staging":4096})"
+      "\n";
+  ASSERT_EQ(::write(sv[1], hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
+  FakeControl c;
+  FakeProvider prov(c);
+  ServeOptions o = on("", 0, 1);
+  o.quiet = true;
+  std::uint64_t asked = 0;
+  o.memlock = [&asked](std::uint64_t staging) -> Result<void> {
+    asked = staging;
+    return Error("RLIMIT_MEMLOCK is 64 KiB, below the 4 KiB this run pins", "raise it", kExitNotReady,
+                 "memlock");
+  };
+  {
+    LineSocket s(sv[0]);
+    auto done = serve_session(prov, o, s);
+    ASSERT_FALSE(done);
+    EXPECT_EQ(done.error().cause, "memlock");
+  }
+  EXPECT_EQ(asked, 4096u);
+  EXPECT_EQ(c.regs, 0);  // nothing registered
+  LineSocket client(sv[1]);
+  auto answer = client.recv(std::chrono::seconds(1));
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->value("cause", ""), "memlock");
+  auto parsed = parse_hello_reply(*answer);
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().cause, "memlock");
+  EXPECT_EQ(parsed.error().summary,
+            "server refused: RLIMIT_MEMLOCK is 64 KiB, below the 4 KiB this run pins; raise it");
+}

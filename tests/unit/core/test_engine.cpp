@@ -316,7 +316,7 @@ TEST(Engine, PeerFillErrorIsANetworkDiagnosis) {
   EXPECT_EQ(s.result, SizeOutcome::Fail);
   ASSERT_TRUE(s.diagnosis);
   EXPECT_EQ(s.diagnosis->cause, cause::kNetwork);
-  EXPECT_EQ(s.diagnosis->summary.rfind("peer fill failed: connection closed by peer; RDMA READ of ", 0), 0u)
+  EXPECT_EQ(s.diagnosis->summary.rfind("peer call failed: connection closed by peer; RDMA READ of ", 0), 0u)
       << s.diagnosis->summary;
   EXPECT_EQ(s.diagnosis->remedy, "check the out-of-band TCP connection to the peer");
 }

@@ -245,7 +245,7 @@ TEST(OobHostile, StagingSizeIsCapped) {
 
 TEST(OobHostile, ClientRejectsAMalformedServerHello) {
   // parsed from text, as it arrives: non-negative numbers are unsigned
-  json good = json::parse(R"({"ok":true,"qp":{"qpn":7,"psn":1,"gid":")" + kGid +
+  json good = json::parse(R"({"ok":true,"version":2,"qp":{"qpn":7,"psn":1,"gid":")" + kGid +
                           R"("},"staging":{"addr":4096,"rkey":3,"size":8192}})");
   auto h = parse_hello_reply(good);
   ASSERT_TRUE(h) << h.error().summary;
@@ -255,6 +255,13 @@ TEST(OobHostile, ClientRejectsAMalformedServerHello) {
     return r ? std::string("accepted") : r.error().summary;
   };
   json bad = good;
+  bad["version"] = 1u;  // replies without request ids: refused, not trusted
+  EXPECT_EQ(error_of_hello(bad),
+            "the server speaks protocol version 1, this run needs 2 (request ids): install the same "
+            "rxe-verify on both hosts");
+  bad.erase("version");
+  EXPECT_NE(error_of_hello(bad).find("protocol version 1,"), std::string::npos);
+  bad = good;
   bad["staging"]["rkey"] = 1ull << 40;
   EXPECT_EQ(error_of_hello(bad), "malformed server answer (staging buffer)");
   bad = good;

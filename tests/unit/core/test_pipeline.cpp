@@ -264,3 +264,23 @@ TEST(Pipeline, PostErrorNamesTheRequestAndTheVerbsCall) {
             0u)
       << describe(r.failure);
 }
+
+// The no-progress deadline counts time with work in flight only: a gap with nothing in
+// flight (here a slow prepare: a peer's fill, say) longer than the deadline, followed by
+// a transfer that completes after 20 ms, is no timeout; a transfer that never completes is.
+TEST(Pipeline, DeadlineCountsOnlyTimeWithWorkInFlight) {
+  Lane idle(3, 4, 1);  // one slot: transfer 1 is prepared after transfer 0 was verified
+  idle.ctl.latency = std::chrono::milliseconds(20);
+  idle.spec.prepare = [](std::size_t i) -> Result<void> {
+    if (i == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));  // deadline 100 ms
+    return {};
+  };
+  LoopResult r = run_pipeline(*idle.qp, idle.spec);
+  EXPECT_TRUE(r.ok()) << describe(r.failure);
+  EXPECT_EQ(r.verified, 3u);
+
+  Lane stuck(3, 4, 1);
+  stuck.ctl.latency = std::chrono::hours(1);
+  LoopResult s = run_pipeline(*stuck.qp, stuck.spec);
+  EXPECT_EQ(s.failure.kind, LoopFailure::Kind::Timeout) << describe(s.failure);
+}

@@ -133,7 +133,7 @@ TEST(OobTransport, RecvErrors) {
   auto too_long = b.recv(std::chrono::seconds(5));
   writer.join();
   ASSERT_FALSE(too_long);
-  EXPECT_EQ(too_long.error().summary, "message from peer too long (over 1048576 bytes without a newline)");
+  EXPECT_EQ(too_long.error().summary, "message from peer too long (over 65536 bytes without a newline)");
 }
 
 TEST(OobTransport, RecvAndSendOnAClosedPeer) {
@@ -148,4 +148,25 @@ TEST(OobTransport, RecvAndSendOnAClosedPeer) {
   auto sent = b.send({{"op", "bye"}});
   ASSERT_FALSE(sent);
   EXPECT_EQ(sent.error().summary, "send: Broken pipe");
+}
+
+// A non-blocking socket whose peer reads late: send waits for room (EAGAIN), it does not
+// fail the message half-sent.
+TEST(OobTransport, SendWaitsOutAFullBufferOnANonBlockingSocket) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  int small = 4096;
+  setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+  setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  LineSocket a(sv[0]), b(sv[1]);
+  const std::string text(48 * 1024, 'x');  // more than both buffers hold
+  std::thread reader([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto got = b.recv(std::chrono::seconds(5));
+    ASSERT_TRUE(got) << got.error().summary;
+    EXPECT_EQ((*got)["t"], text);
+  });
+  auto sent = a.send(nlohmann::json{{"t", text}});
+  reader.join();
+  EXPECT_TRUE(sent) << sent.error().summary;
 }

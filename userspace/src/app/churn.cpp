@@ -47,7 +47,7 @@ Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host
   if (!opened) return env_fail(Error(opened.error().summary, "", kExitNotReady, cause::kNoDevice));
   std::unique_ptr<Device> dev = std::move(*opened);
   PortInfo pi = dev->port();
-  DiagContext dctx = make_diag_context(host, pi.active, false, rep.module);
+  DiagContext dctx = make_diag_context(host, port_reader(*dev), false, rep.module);
   Loopback lb;
   if (cfg.traffic) {
     if (auto up = check_port_active(dc, pi); !up) return env_fail(up.error());

@@ -73,6 +73,10 @@ Result<DeviceChoice> resolve_device(Provider& prov, HostEnv& host, const std::st
   return c;
 }
 
+std::function<std::optional<bool>()> port_reader(Device& dev) {
+  return [&dev]() -> std::optional<bool> { return dev.port().active; };
+}
+
 Result<void> check_port_active(const DeviceChoice& dc, const PortInfo& pi) {
   if (pi.active) return {};
   return Error("port 1 of " + dc.name + " is " + (pi.state_str.empty() ? "down" : pi.state_str),

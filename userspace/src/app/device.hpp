@@ -1,6 +1,8 @@
 // The device a command uses: its choice among the host's RDMA devices, its GID index and
 // port, and why it did not open, each failure with its remedy.
 #pragma once
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,9 @@ Result<DeviceChoice> resolve_device(Provider& prov, HostEnv& host, const std::st
 
 // The port is active, or "port 1 of DEV is DOWN" with the remedy (exit 3, device_down).
 Result<void> check_port_active(const DeviceChoice& dc, const PortInfo& pi);
+// The port's state as a diagnosis reads it: queried from `dev` at each call (the device
+// outlives the diagnosis context).
+std::function<std::optional<bool>()> port_reader(Device& dev);
 
 // The device did not open (Provider::open's error): access to its
 // /dev/infiniband/uverbs* node denied (`denied_node` names it, or the error says

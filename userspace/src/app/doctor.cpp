@@ -7,6 +7,7 @@
 #include "app/options.hpp"
 #include "app/preflight.hpp"
 #include "base/size.hpp"
+#include "core/diagnosis.hpp"
 #include "core/plan.hpp"
 #include "core/run_config.hpp"
 #include "sys/procfs.hpp"
@@ -33,6 +34,7 @@ struct Findings {
   std::optional<MemInfo> mi;
   int lo = -1;  // largest free order
   std::uint64_t stock_now = 0;
+  SizeVerdict reg;
   FirewallReport fw;
 };
 static_assert(std::is_nothrow_move_constructible_v<Findings> && std::is_nothrow_move_assignable_v<Findings>);
@@ -143,6 +145,20 @@ void check_memory(Findings& f) {
                       {"free_order10_plus", free_blocks_at_least(zones, 10)}};
 }
 
+// Whether the loaded rdma_rxe can register one MR of --size (can_register): "cannot" is
+// a problem (a stock module and an order above MAX_PAGE_ORDER), "not_now" a warning.
+void check_size(Findings& f) {
+  f.reg = can_register(f.h.module, f.want, f.lo, !(f.kvfix && f.kvfix->state == "not-needed"));
+  f.j["register"] = {
+      {"size", f.want}, {"metadata_order", f.reg.order}, {"verdict", f.reg.verdict}, {"why", f.reg.why}};
+  if (f.reg.verdict == "cannot") {
+    f.problems.push_back(f.reg.why);
+    f.causes.emplace_back(cause::kRxeMetadataOrder);
+  } else if (f.reg.verdict == "not_now") {
+    f.warnings.push_back(f.reg.why);
+  }
+}
+
 // Incoming RoCEv2 (UDP 4791) through nftables and iptables: dropped or unknown is a warning.
 void check_firewall(HostEnv& host, Findings& f) {
   f.fw = host.firewall();
@@ -199,6 +215,7 @@ std::string doctor_text(const Findings& f, bool ready) {
   if (f.lo >= 0)
     txt << "buddyinfo   largest free block order " << f.lo << " (" << format_size(kPageSize << f.lo)
         << "): a stock rxe could register at most " << format_size(f.stock_now) << " per MR now\n";
+  txt << "register    " << format_size(f.want) << ": " << f.reg.verdict << " - " << f.reg.why << "\n";
   txt << "firewall    incoming RoCEv2 (UDP 4791): " << to_string(fw.combined.verdict);
   if (!fw.combined.detail.empty()) txt << " - " << fw.combined.detail;
   txt << "\n";
@@ -221,6 +238,7 @@ Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host) {
   check_devices(host, f);
   check_memlock(f);
   check_memory(f);
+  check_size(f);
   check_firewall(host, f);
   bool ready = f.problems.empty();
   f.j["problems"] = f.problems;

@@ -37,12 +37,16 @@ std::uint64_t checked_total(const std::string& what, std::uint64_t requested,
   return total;
 }
 
+std::uint64_t region_pinned_bytes(std::uint64_t offset, std::uint64_t largest, unsigned split) {
+  // the largest region (each of its --split MRs may start mid-page: one more page each)
+  return (span_pages(offset, largest) + (split > 1 ? split - 1 : 0)) * kPageSize;
+}
+
 std::uint64_t run_pinned_bytes(std::uint64_t offset, std::uint64_t largest, unsigned split,
                                std::uint64_t staging) {
-  // the largest region (each of its --split MRs may start mid-page: one more page each),
   // plus the staging buffer, counted as at least the 2 MiB doctor allows
-  const std::uint64_t region = (span_pages(offset, largest) + (split > 1 ? split - 1 : 0)) * kPageSize;
-  return region + std::max<std::uint64_t>(2ull << 20, span_pages(0, staging) * kPageSize);
+  return region_pinned_bytes(offset, largest, split) +
+         std::max<std::uint64_t>(2ull << 20, span_pages(0, staging) * kPageSize);
 }
 
 Result<void> memlock_preflight(HostEnv& host, std::uint64_t need, const std::string& what) {

@@ -26,6 +26,8 @@ std::uint64_t checked_total(const std::string& what, std::uint64_t requested,
 // is) and the remedies, when RLIMIT_MEMLOCK is below it without CAP_IPC_LOCK.
 std::uint64_t run_pinned_bytes(std::uint64_t offset, std::uint64_t largest, unsigned split,
                                std::uint64_t staging);
+// The region part of run_pinned_bytes alone (a two-host client pins no staging buffer).
+std::uint64_t region_pinned_bytes(std::uint64_t offset, std::uint64_t largest, unsigned split);
 Result<void> memlock_preflight(HostEnv& host, std::uint64_t need, const std::string& what);
 
 }  // namespace rxv

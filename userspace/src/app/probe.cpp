@@ -211,7 +211,7 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
         Error("cannot allocate " + format_size(r.max + r.offset) + ": " + std::strerror(buf.error()), "",
               kExitNotReady));
   buf.populate();
-  Bisection b(*dev, buf.data() + r.offset, r, o, make_diag_context(host, dev->port().active, false, mod));
+  Bisection b(*dev, buf.data() + r.offset, r, o, make_diag_context(host, port_reader(*dev), false, mod));
   b.run();
   int lf = largest_free_order(parse_buddyinfo(host.read("/proc/buddyinfo").value_or("")));
   j["probe"] = probe_json(r, o, b, lf);

@@ -63,7 +63,7 @@ Result<Side> server_side(Device& dev, const QpParams& qpp, const RunOptions& ro,
   auto hr = side.sock->recv(std::chrono::seconds(60));
   if (!hr) return fail(cause::kNetwork, "no answer from the server: " + hr.error().summary);
   auto sh = parse_hello_reply(*hr);
-  if (!sh) return fail(cause::kUnknown, sh.error().summary);
+  if (!sh) return fail(sh.error().cause, sh.error().summary);
   if (auto e = side.lb.qa->connect(sh->qp); !e) return fail(cause::kUnknown, e.error().summary);
   side.remote = std::make_unique<RemotePeer>(*side.sock, sh->staging_addr, sh->staging_rkey, sh->staging_size,
                                              std::chrono::seconds(120));
@@ -81,7 +81,7 @@ void run_sizes(Device& dev, const QpParams& qpp, Side& side, const RunOptions& r
     if (broken) {
       SizeResult s = planned_result(sz, cfg);
       s.result = SizeOutcome::Skip;
-      s.diagnosis = Diagnosis{"skipped", "not run: the connection failed on an earlier size", ""};
+      s.diagnosis = Diagnosis{"skipped", "not run: the connection or session failed on an earlier size", ""};
       rep.results.push_back(s);
       continue;
     }
@@ -90,7 +90,9 @@ void run_sizes(Device& dev, const QpParams& qpp, Side& side, const RunOptions& r
       std::fprintf(stderr, "rxe-verify: %s%s ...\n", format_size(sz).c_str(),
                    cfg.offset ? (" at offset " + std::to_string(cfg.offset)).c_str() : "");
     rep.results.push_back(eng.run_size(sz));
-    if (!side.lb.qa->broken()) continue;
+    // a failed peer call ended the session: nothing more may go over that socket
+    if (side.peer->broken()) broken = true;
+    if (!side.lb.qa->broken() && !broken) continue;
     broken = true;
     if (cfg.two_host) continue;
     if (auto rebuilt = connect_qp_pair(dev, qpp)) {
@@ -112,10 +114,14 @@ RunReport new_report(HostEnv& host, const RunOptions& ro) {
 }
 
 // The whole run's memlock need up front: the staging buffer alone would pass at 8 MiB and
-// the region fail next, and the advice must name what the run pins, not one buffer.
+// the region fail next, and the advice must name what the run pins, not one buffer. In a
+// two-host run the staging buffer is the server's, pinned (and checked) there.
 Result<void> whole_run_memlock(HostEnv& host, const RunOptions& ro) {
   const RunConfig& cfg = ro.cfg;
   const std::uint64_t largest = *std::max_element(ro.sizes.begin(), ro.sizes.end());
+  if (cfg.two_host)
+    return memlock_preflight(host, region_pinned_bytes(cfg.offset, largest, cfg.split),
+                             "the " + format_size(largest) + " region; the staging buffer is the server's");
   return memlock_preflight(host, run_pinned_bytes(cfg.offset, largest, cfg.split, staging_bytes_for(cfg)),
                            "the " + format_size(largest) + " region and the staging buffer");
 }
@@ -173,17 +179,13 @@ Outcome run_command(const RunCommandConfig& o, Provider& prov, HostEnv& host) {
   qpp.gid_index = dc.gid_index;
   qpp.tx_depth = cfg.tx_depth;
   qpp.wait = ro.wait;
-  DiagContext dctx = make_diag_context(host, pi.active, cfg.two_host, rep.module);
+  DiagContext dctx = make_diag_context(host, port_reader(*dev), cfg.two_host, rep.module);
   if (auto pins = whole_run_memlock(host, ro); !pins) return env_fail(pins.error());
   const std::uint64_t staging = staging_bytes_for(cfg);
   auto side = cfg.two_host ? server_side(*dev, qpp, ro, staging) : loopback_side(*dev, qpp, staging, dctx);
   if (!side) return env_fail(side.error());
   run_sizes(*dev, qpp, *side, ro, dctx, o.json, rep);
-  if (side->sock) {
-    // the server's answer is awaited, not judged: the sizes' results are in
-    (void)side->sock->send({{"op", "bye"}});
-    (void)side->sock->recv(std::chrono::seconds(5));
-  }
+  if (side->remote) side->remote->bye();
   int rc = finalize(rep);
   return reported(rc, to_json(rep), to_table(rep, o.report_gbits));
 }

@@ -5,7 +5,10 @@
 #include "app/common.hpp"
 #include "app/device.hpp"
 #include "app/options.hpp"
+#include "app/preflight.hpp"
 #include "app/serve_loop.hpp"
+#include "base/size.hpp"
+#include "core/plan.hpp"
 
 namespace rxv {
 
@@ -30,6 +33,10 @@ Outcome serve_command(const ServeCommandConfig& o, Provider& prov, HostEnv& host
   so.timeout = o.timeout;
   so.forever = o.forever;
   so.module_flavor = to_string(host.module().flavor);
+  so.memlock = [&host](std::uint64_t staging) {
+    return memlock_preflight(host, span_pages(0, staging) * kPageSize,
+                             "the " + format_size(staging) + " staging buffer a client asked for");
+  };
   auto fw = host.firewall();
   if (fw.combined.verdict == FwVerdict::Drop)
     std::fprintf(stderr,

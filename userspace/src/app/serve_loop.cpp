@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/cause.hpp"
 #include "core/local_peer.hpp"
 #include "core/report.hpp"
 
@@ -33,11 +34,18 @@ namespace {
 struct Client {
   LineSocket& s;
   std::chrono::milliseconds to;
-  void reply(const json& j) { (void)s.send(j); }
-  // A refusal: the client reads it, the session ends with it.
-  Error refuse(const std::string& e) {
-    reply({{"ok", false}, {"error", e}});
-    return Error(e);
+  json id;  // the request's id, echoed in its reply (null: none given)
+  void reply(json j) {
+    if (!id.is_null()) j["id"] = id;
+    (void)s.send(j);
+  }
+  // A refusal: the client reads it, the session ends with it (with the cause, when this
+  // side knows it for sure: its memlock limit, its port).
+  Error refuse(const std::string& e, const std::string& c = "") {
+    json r{{"ok", false}, {"error", e}};
+    if (!c.empty()) r["cause"] = c;
+    reply(r);
+    return Error(e, "", kExitFail, c.empty() ? std::string(cause::kUnknown) : c);
   }
 };
 
@@ -102,6 +110,11 @@ bool answer(Client& c, LocalPeer& peer, const json& m) {
     c.reply({{"ok", true}});
     return true;
   }
+  if (*op == "arm") {
+    peer.arm_all();
+    c.reply({{"ok", true}});
+    return false;
+  }
   if (*op != "fill" && *op != "verify") {
     std::string shown = shorten_utf8(*op, 40);
     c.reply({{"ok", false}, {"error", "unknown op '" + shown + "'"}});
@@ -133,13 +146,19 @@ Result<void> serve_session(Provider& prov, const ServeOptions& o, LineSocket& s)
   // a silent client holds the (one-client-at-a-time) server for at most this long, also
   // with --timeout 0 (which only means: wait for a client forever)
   double idle = o.timeout > 0 ? o.timeout : kDefaultIdleSeconds;
-  Client c{s, std::chrono::milliseconds(static_cast<long long>(idle * 1000))};
+  Client c{s, std::chrono::milliseconds(static_cast<long long>(idle * 1000)), nullptr};
   auto hello = read_hello(c, o);
   if (!hello) return std::move(hello).error();
+  if (o.memlock) {
+    // the staging buffer is pinned here: this host's limit, not the client's, decides
+    if (auto pins = o.memlock(hello->staging); !pins)
+      return c.refuse(pins.error().line(), pins.error().cause);
+  }
   auto opened = prov.open(o.device);
   if (!opened) return c.refuse(opened.error().summary);
   std::unique_ptr<Device> dev = std::move(*opened);
-  if (!dev->port().active) return c.refuse("port 1 of " + o.device + " is not ACTIVE on the server");
+  if (!dev->port().active)
+    return c.refuse("port 1 of " + o.device + " is not ACTIVE on the server", cause::kDeviceDown);
   QpParams qpp;
   qpp.gid_index = o.gid_index;
   auto created = dev->create_qp(qpp);
@@ -160,7 +179,9 @@ Result<void> serve_session(Provider& prov, const ServeOptions& o, LineSocket& s)
   if (!o.quiet) say("client connected; serving " + o.device);
   while (true) {
     auto m = s.recv(c.to);
+    c.id = nullptr;
     if (!m) return closed_by_peer(m.error()) ? Result<void>{} : c.refuse(m.error().summary);
+    if (auto id = m->find("id"); id != m->end() && id->is_number_unsigned()) c.id = *id;
     if (answer(c, peer, *m)) return {};
   }
 }

@@ -2,6 +2,7 @@
 // the listening loop. serve_command (app/app.hpp, app/serve.cpp) runs it.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "core/oob.hpp"
@@ -20,6 +21,10 @@ struct ServeOptions {
   std::string module_flavor;
   std::uint64_t max_staging = (2ull << 30) + 4096;  // largest staging buffer a client gets
   bool quiet = false;                               // no per-session progress lines (the fuzz target)
+  // Whether this host may pin a staging buffer of that many bytes (serve_command: its
+  // RLIMIT_MEMLOCK and CAP_IPC_LOCK); unset: not checked. An error refuses the hello
+  // with its line and cause.
+  std::function<Result<void>(std::uint64_t staging)> memlock;
 };
 
 // One client session on an accepted socket (run_server's loop; the fuzz target and the

@@ -16,5 +16,9 @@ inline constexpr const char* kDeviceAccess = "device_access";  // uverbs node no
 inline constexpr const char* kNetwork = "network_path_or_firewall";
 inline constexpr const char* kDataCorruption = "data_corruption";
 inline constexpr const char* kTransferError = "transfer_error";
+// two hosts: a reply whose request id is not the request's (lost, repeated or late), and
+// a request the server did not answer in time (the TCP connection itself still up)
+inline constexpr const char* kPeerOutOfStep = "peer_out_of_step";
+inline constexpr const char* kPeerTimeout = "peer_timeout";
 inline constexpr const char* kUnknown = "unknown";
 }  // namespace rxv::cause

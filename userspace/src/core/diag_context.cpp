@@ -2,9 +2,9 @@
 
 namespace rxv {
 
-DiagContext make_diag_context(HostEnv& host, std::optional<bool> port_active, bool two_host,
+DiagContext make_diag_context(HostEnv& host, std::function<std::optional<bool>()> port_now, bool two_host,
                               const ModuleIdentity& module) {
-  return [&host, port_active, two_host, module]() {
+  return [&host, port_now = std::move(port_now), two_host, module]() {
     HostSnapshot h = snapshot(host);
     DiagInput in;
     in.buddyinfo = h.buddyinfo;
@@ -12,7 +12,7 @@ DiagContext make_diag_context(HostEnv& host, std::optional<bool> port_active, bo
     in.meminfo = h.meminfo;
     in.cap_eff = h.cap_eff;
     in.module = module;
-    in.port_active = port_active;
+    if (port_now) in.port_active = port_now();  // now, not when the run started
     in.two_host = two_host;
     if (two_host) in.firewall = host.firewall().combined;
     return in;

@@ -161,4 +161,44 @@ Diagnosis diagnose(const DiagInput& in) {
   return {cause::kUnknown, "unknown failure", ""};
 }
 
+SizeVerdict can_register(const ModuleIdentity& module, std::uint64_t size, int largest_free_order,
+                         bool contiguous) {
+  const MetadataInfo md = rxe_metadata(0, size);
+  SizeVerdict v;
+  v.order = md.order;
+  const std::string need = format_size(size) + " needs " + std::to_string(md.pages) +
+                           " pages x 16 B = " + format_size(md.bytes) + " of page array (buddy order " +
+                           std::to_string(md.order) + ")";
+  if (module.flavor == ModuleFlavor::Absent) {
+    v.verdict = "unknown";
+    v.why = "rdma_rxe is not loaded; " + need;
+    return v;
+  }
+  if (module.flavor == ModuleFlavor::RxeKvfix || !contiguous) {
+    v.verdict = "can";
+    v.why = std::string("the loaded rdma_rxe ") +
+            (contiguous ? "is rxe-kvfix: its page array may come from vmalloc"
+                        : "of this kernel needs no contiguous page array (rxe-kvfix: not-needed)") +
+            "; " + need;
+    return v;
+  }
+  if (md.never_on_stock()) {
+    v.verdict = "cannot";
+    v.why = "the loaded rdma_rxe (" + to_string(module.flavor) + ") cannot register " + need +
+            " > MAX_PAGE_ORDER (" + std::to_string(kMaxPageOrder) +
+            "), which its contiguous allocation never gets; install rxe-kvfix";
+    return v;
+  }
+  if (largest_free_order >= 0 && largest_free_order < md.order) {
+    v.verdict = "not_now";
+    v.why = "the loaded rdma_rxe needs one free block of order " + std::to_string(md.order) + " for " +
+            format_size(size) + "; the largest free one now is order " + std::to_string(largest_free_order) +
+            " (fragmentation)";
+    return v;
+  }
+  v.verdict = "can";
+  v.why = need + ", within MAX_PAGE_ORDER (" + std::to_string(kMaxPageOrder) + ")";
+  return v;
+}
+
 }  // namespace rxv

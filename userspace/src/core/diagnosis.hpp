@@ -42,6 +42,22 @@ Diagnosis diagnose(const DiagInput& in);
 // Supplies the diagnosis inputs that come from the host (captured when a failure occurs).
 using DiagContext = std::function<DiagInput()>;
 
+// Whether the loaded rdma_rxe can register one MR of `size` bytes (doctor -s): "cannot"
+// when it is not rxe-kvfix and the MR's page array (16 B a page) needs a buddy order above
+// MAX_PAGE_ORDER (a stock module allocates it physically contiguous: never succeeds);
+// "not_now" when the order is possible but no free block of it is left (largest_free_order,
+// -1 = unknown, is below it): fragmentation; "unknown" when rdma_rxe is not loaded; else
+// "can". `contiguous`: false when this kernel's stock rdma_rxe needs no contiguous page
+// array (rxe-kvfix recorded "not-needed"): no order limit then.
+// `why` is one line that says which and with what figures.
+struct SizeVerdict {
+  std::string verdict;  // "can", "cannot", "not_now", "unknown"
+  std::string why;
+  int order = 0;  // of the page array
+};
+SizeVerdict can_register(const ModuleIdentity& module, std::uint64_t size, int largest_free_order,
+                         bool contiguous = true);
+
 // memlock check used by run/doctor: true when pinning `bytes` is allowed.
 bool memlock_allows(const std::string& limits_text, std::optional<std::uint64_t> cap_eff,
                     std::uint64_t bytes);

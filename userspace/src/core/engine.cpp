@@ -54,6 +54,22 @@ std::size_t Engine::wrs_of(const Transfer& t, std::uint64_t remote, unsigned cha
   return n;
 }
 
+namespace {
+// A peer call's failure (two hosts: the out-of-band session, which it ended) as a
+// diagnosis: its cause when the call named one, else the connection's.
+Diagnosis peer_diagnosis(const std::string& c, std::string summary) {
+  if (c == cause::kPeerOutOfStep)
+    return {c, std::move(summary),
+            "the session was ended: a reply did not answer its request; check that the server runs the same "
+            "rxe-verify and that nothing else writes to its port, then run again"};
+  if (c == cause::kPeerTimeout)
+    return {c, std::move(summary),
+            "the session was ended: the server did not answer in time; check its load and its log "
+            "(`rxe-verify serve` prints why a session ended), then run again"};
+  return {cause::kNetwork, std::move(summary), "check the out-of-band TCP connection to the peer"};
+}
+}  // namespace
+
 void Engine::fail_loop(SizeResult& r, OpCode op, const LoopFailure& f, const Transfer& t) {
   const char* opname = op == OpCode::Write ? "RDMA WRITE" : "RDMA READ";
   std::string where = std::string(opname) + " of " + std::to_string(t.length) + " bytes at region offset " +
@@ -61,10 +77,9 @@ void Engine::fail_loop(SizeResult& r, OpCode op, const LoopFailure& f, const Tra
   if (f.kind == LoopFailure::Kind::Prepare ||
       (f.kind == LoopFailure::Kind::Check && !f.check.error.empty())) {
     r.result = SizeOutcome::Fail;
-    std::string e = f.kind == LoopFailure::Kind::Prepare ? "peer fill failed: " + f.status_str
-                                                         : "peer verification failed: " + f.check.error;
-    r.diagnosis =
-        Diagnosis{cause::kNetwork, e + "; " + where, "check the out-of-band TCP connection to the peer"};
+    const bool prep = f.kind == LoopFailure::Kind::Prepare;
+    std::string e = prep ? "peer call failed: " + f.status_str : "peer verification failed: " + f.check.error;
+    r.diagnosis = peer_diagnosis(prep ? f.cause : f.check.cause, e + "; " + where);
     return;
   }
   DiagInput in = ctx_ ? ctx_() : DiagInput{};
@@ -262,6 +277,16 @@ LoopResult Engine::run_loop(OpCode op, unsigned pass, std::uint64_t key, const P
   auto key_of = [key](std::size_t i) { return transfer_key(key, i); };
   std::vector<KeyCandidate> cands = seen;
   cands.push_back({key, "pass " + std::to_string(pass + 1) + (w ? " write" : " read")});
+  if (w) {
+    // the peer's staging buffer all guard bytes before the loop's WRITEs land in it
+    if (auto armed = peer_.arm_staging(); !armed) {
+      LoopResult lr;
+      lr.failure.kind = LoopFailure::Kind::Prepare;
+      lr.failure.status_str = armed.error().summary;
+      lr.failure.cause = armed.error().cause;
+      return lr;
+    }
+  }
   ReadGuards guards(plan, w ? 1 : slots.count, base, region.before, region.after_end);
   Progress pr(cfg_.progress,
               "pass " + std::to_string(pass + 1) + (w ? " write " : " read  ") + format_size(size),

@@ -24,6 +24,7 @@ std::uint32_t LocalPeer::staging_rkey() const { return mr_ ? mr_->rkey() : 0; }
 Result<void> LocalPeer::fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
                              std::uint64_t key) {
   if (st_off + len > buf_.size()) return Error("staging range out of bounds");
+  guarded_ = rearm_ = false;  // staging now holds READ sources, not guards
   pattern_fill(buf_.data() + st_off, region_off, len, key);
   return {};
 }
@@ -33,6 +34,11 @@ void LocalPeer::arm_guards(std::uint64_t st, std::uint64_t len) {
   const std::uint64_t head = std::min(st, kGuardBytes), tail = std::min(buf_.size() - st - len, kGuardBytes);
   std::memset(buf_.data() + st - head, kGuardByte, head);
   std::memset(buf_.data() + st + len, kGuardByte, tail);
+}
+
+void LocalPeer::arm_all() {
+  std::memset(buf_.data(), kGuardByte, buf_.size());
+  guarded_ = rearm_ = true;
 }
 
 namespace {
@@ -81,9 +87,23 @@ VerifyOutcome LocalPeer::verify(std::uint64_t st_off, std::uint64_t region_off, 
     return v;
   }
   v.mismatch = pattern_verify(buf_.data() + st_off, region_off, len, key);
+  // after the check (whatever it found): the range back to guard bytes for the next WRITE
+  // into this slot (arm_all)
+  struct Rearm {
+    LocalPeer* p;
+    unsigned char* at;
+    std::uint64_t n;
+    ~Rearm() {
+      if (p->rearm_) std::memset(at, kGuardByte, n);
+    }
+  } rearm{this, buf_.data() + st_off, len};
   if (v.mismatch) {
     v.ok = false;
-    if (explained_ < kMaxExplained) {
+    if (rearm_ && std::all_of(buf_.data() + st_off, buf_.data() + st_off + len,
+                              [](unsigned char b) { return b == kGuardByte; })) {
+      v.explanation =
+          "no bytes arrived: the range holds the guard bytes (0xA5) it was armed with before the WRITE";
+    } else if (explained_ < kMaxExplained) {
       ++explained_;
       v.explanation =
           explain_mismatch(buf_.data() + st_off, region_off, len, *v.mismatch, key, candidates, region_size);

@@ -29,6 +29,10 @@ class LocalPeer final : public Peer {
   Result<void> fill(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
                     std::uint64_t key) override;
   void arm_guards(std::uint64_t st_off, std::uint64_t len) override;
+  // The server's arming (`serve`, op "arm"): the whole staging buffer set to guard bytes,
+  // and from now on each verified range set back to them after its check, so a WRITE
+  // into a reused slot lands among guards too. A fill (READ loop) ends it until the next.
+  void arm_all();
   // The data check, then (once arm_guards was used) the guards around the range.
   VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len, std::uint64_t key,
                        const std::vector<KeyCandidate>& candidates, std::uint64_t region_size) override;
@@ -39,6 +43,7 @@ class LocalPeer final : public Peer {
   int err_ = 0;
   unsigned explained_ = 0;
   bool guarded_ = false;
+  bool rearm_ = false;  // arm_all: verify sets its range back to guard bytes
 };
 
 }  // namespace rxv

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/cause.hpp"
 #include "base/number.hpp"
 
 namespace rxv {
@@ -66,7 +67,16 @@ std::string peer_text(const json& m, const char* key, const std::string& def) {
 }  // namespace
 
 Result<ServerHello> parse_hello_reply(const json& r) {
-  if (!bool_field(r, "ok")) return Error("server refused: " + peer_text(r, "error", "?"));
+  if (!bool_field(r, "ok")) {
+    // the server names a cause it knows for sure (its memlock limit, its port)
+    const std::string c = str_field(r, "cause", "").value_or("");
+    const bool known = c == cause::kMemlock || c == cause::kDeviceDown || c == cause::kOutOfMemory;
+    return Error("server refused: " + peer_text(r, "error", "?"), "", kExitFail, known ? c : cause::kUnknown);
+  }
+  if (auto v = u64_field(r, "version", 1); !v || *v < static_cast<std::uint64_t>(kProtocolVersion))
+    return Error("the server speaks protocol version " + (v ? std::to_string(*v) : std::string("?")) +
+                 ", this run needs " + std::to_string(kProtocolVersion) +
+                 " (request ids): install the same rxe-verify on both hosts");
   auto q = r.find("qp");
   auto st = r.find("staging");
   std::optional<QpAddr> qa;
@@ -83,23 +93,68 @@ Result<ServerHello> parse_hello_reply(const json& r) {
   return h;
 }
 
-Result<json> RemotePeer::call(const json& req) {
-  if (auto sent = s_.send(req); !sent) return std::move(sent).error();
-  return s_.recv(timeout_);
+Result<json> RemotePeer::call(json req) {
+  if (ended_)
+    return Error("the session with the server ended earlier: " + ended_->summary, "", kExitFail,
+                 ended_->cause);
+  const std::uint64_t id = next_id_++;
+  const std::string what = "request " + std::to_string(id) + " (" + req.value("op", std::string("?")) + ")";
+  req["id"] = id;
+  auto end = [this](std::string summary, const char* c) {
+    ended_ = Error(std::move(summary), "", kExitFail, c);
+    return *ended_;
+  };
+  if (auto sent = s_.send(req); !sent) return end(sent.error().summary, cause::kNetwork);
+  auto r = s_.recv(timeout_);
+  if (!r) {
+    if (timed_out(r.error()))
+      return end("the server did not answer " + what + " within " +
+                     std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()) +
+                     " s",
+                 cause::kPeerTimeout);
+    return end(r.error().summary, cause::kNetwork);
+  }
+  auto rid = r->find("id");
+  if (rid == r->end() || !rid->is_number_unsigned() || rid->get<std::uint64_t>() != id)
+    return end("reply out of step: " + what + " was answered by " +
+                   (rid == r->end() ? std::string("a reply without an id")
+                                    : "the reply to request " + shorten_utf8(rid->dump(), 24)) +
+                   " (a reply lost, repeated or late)",
+               cause::kPeerOutOfStep);
+  return r;
 }
 
 Result<void> RemotePeer::fill(std::uint64_t st, std::uint64_t off, std::uint64_t len, std::uint64_t key) {
   auto r = call({{"op", "fill"}, {"st", st}, {"off", off}, {"len", len}, {"key", key}});
   if (!r) return std::move(r).error();
-  if (!bool_field(*r, "ok")) return Error(peer_text(*r, "error", "peer refused fill"));
+  if (!bool_field(*r, "ok")) {
+    ended_ = Error(peer_text(*r, "error", "peer refused fill"));
+    return *ended_;
+  }
   return {};
+}
+
+Result<void> RemotePeer::arm_staging() {
+  auto r = call({{"op", "arm"}});
+  if (!r) return std::move(r).error();
+  if (!bool_field(*r, "ok")) {
+    ended_ = Error(peer_text(*r, "error", "peer refused arm"));
+    return *ended_;
+  }
+  return {};
+}
+
+void RemotePeer::bye() {
+  if (ended_) return;
+  (void)call({{"op", "bye"}});  // awaited, not judged: the sizes' results are in
 }
 
 VerifyOutcome RemotePeer::verify(std::uint64_t st, std::uint64_t off, std::uint64_t len, std::uint64_t key,
                                  const std::vector<KeyCandidate>& cands, std::uint64_t region_size) {
   VerifyOutcome v;
   json c = json::array();
-  for (const auto& k : cands) c.push_back(json::array({k.key, k.label}));
+  const std::size_t first = cands.size() > kMaxSentCandidates ? cands.size() - kMaxSentCandidates : 0;
+  for (std::size_t i = first; i < cands.size(); ++i) c.push_back(json::array({cands[i].key, cands[i].label}));
   auto r = call({{"op", "verify"},
                  {"st", st},
                  {"off", off},
@@ -110,6 +165,7 @@ VerifyOutcome RemotePeer::verify(std::uint64_t st, std::uint64_t off, std::uint6
   if (!r) {
     v.ok = false;
     v.error = r.error().summary;
+    v.cause = r.error().cause;
     return v;
   }
   if (bool_field(*r, "ok")) return v;
@@ -120,6 +176,7 @@ VerifyOutcome RemotePeer::verify(std::uint64_t st, std::uint64_t off, std::uint6
          act = u64_field(*mi, "actual", 0), bad = u64_field(*mi, "bad_bytes", 0);
     if (!offset || !exp || !act || !bad || *exp > 255 || *act > 255) {
       v.error = "malformed mismatch report from the server";
+      ended_ = Error(v.error);
       return v;
     }
     Mismatch mm;
@@ -132,6 +189,7 @@ VerifyOutcome RemotePeer::verify(std::uint64_t st, std::uint64_t off, std::uint6
     v.explanation = peer_text(*r, "explanation", "");
   } else {
     v.error = peer_text(*r, "error", "peer verify failed");
+    ended_ = Error(v.error);
   }
   return v;
 }

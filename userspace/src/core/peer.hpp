@@ -29,6 +29,13 @@ class Peer {
     (void)st_off;
     (void)len;
   }
+  // Before a WRITE loop: have the peer set its whole staging buffer to guard bytes (and
+  // each verified range back to them), so its verify() checks every WRITE's guards
+  // without a message per transfer (RemotePeer: one round trip a loop). Default: nothing.
+  virtual Result<void> arm_staging() { return {}; }
+  // True once the peer can no longer be trusted to answer in step (a call failed): the
+  // run skips the sizes left.
+  virtual bool broken() const { return false; }
   virtual VerifyOutcome verify(std::uint64_t st_off, std::uint64_t region_off, std::uint64_t len,
                                std::uint64_t key, const std::vector<KeyCandidate>& candidates,
                                std::uint64_t region_size) = 0;

@@ -201,6 +201,7 @@ class Loop {
     if (s_.prepare) {
       if (auto prepared = s_.prepare(next_); !prepared) {
         fail(LoopFailure::Kind::Prepare, next_, 0, 0, prepared.error().summary);
+        res_.failure.cause = prepared.error().cause;
         return false;
       }
     }
@@ -236,7 +237,12 @@ class Loop {
     w.wr_id = posted_ + 1;
     w.op = s_.op;
     w.signaled = stall || w.wr_id % sig_wr_ == 0;
-    if (posted_ == done_wr_) busy_since_ = Clock::now();
+    if (posted_ == done_wr_) {
+      // work in flight from now: the no-progress deadline counts from here, not from the
+      // last completion before an idle gap (a peer's fill, a slot awaiting its check)
+      busy_since_ = Clock::now();
+      last_progress_ = busy_since_;
+    }
     if (auto sent = qp_.post(w); !sent) {
       fail(LoopFailure::Kind::Post, next_, w.wr_id, 0, sent.error().summary);
       return false;

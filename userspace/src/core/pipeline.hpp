@@ -29,6 +29,7 @@ namespace rxv {
 struct VerifyOutcome {
   bool ok = true;
   std::string error;  // transport/peer error (not a data mismatch)
+  std::string cause;  // its diagnosis cause when known (base/cause.hpp), else ""
   std::optional<Mismatch> mismatch;
   std::string explanation;
 };
@@ -67,6 +68,7 @@ struct LoopFailure {
   std::uint64_t wr_id = 0;   // failed (or oldest outstanding) work request
   int wc_status = 0;
   std::string status_str;            // WC status text or error
+  std::string cause;                 // Kind::Prepare: the error's cause token, when known
   std::size_t completed_before = 0;  // transfers completed before the failure
   std::size_t verified_before = 0;   // of those, verified
   std::uint64_t in_flight = 0;       // WRs outstanding when it happened (then drained)

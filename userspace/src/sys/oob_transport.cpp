@@ -48,13 +48,24 @@ std::string shorten_utf8(const std::string& s, std::size_t max) {
   return s.substr(0, cut) + "...";
 }
 
-Result<void> LineSocket::send(const json& j) {
+Result<void> LineSocket::send(const json& j, std::chrono::milliseconds timeout) {
   std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  const auto end = std::chrono::steady_clock::now() + timeout;
   std::size_t off = 0;
   while (off < s.size()) {
     ssize_t n = ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        // the peer has not read yet: wait for room, not spin, not give up at once
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+        pollfd p{fd_, POLLOUT, 0};
+        if (left.count() <= 0 ||
+            (::poll(&p, 1, static_cast<int>(left.count())) == 0 && std::chrono::steady_clock::now() >= end))
+          return Error("timed out sending to the peer (it reads nothing)");
+        continue;
+      }
       return Error(std::string("send: ") + std::strerror(errno));
     }
     off += static_cast<std::size_t>(n);
@@ -64,9 +75,11 @@ Result<void> LineSocket::send(const json& j) {
 
 namespace {
 constexpr const char* kClosedByPeer = "connection closed by peer";
+constexpr const char* kTimedOut = "timed out waiting for the peer";
 }  // namespace
 
 bool closed_by_peer(const Error& e) { return e.summary == kClosedByPeer; }
+bool timed_out(const Error& e) { return e.summary == kTimedOut; }
 
 Result<json> LineSocket::recv(std::chrono::milliseconds timeout) {
   auto end = std::chrono::steady_clock::now() + timeout;
@@ -87,7 +100,7 @@ Result<json> LineSocket::recv(std::chrono::milliseconds timeout) {
       auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now())
               .count();
-      if (left <= 0) return Error("timed out waiting for the peer");
+      if (left <= 0) return Error(kTimedOut);
       wait = static_cast<int>(left);
     }
     pollfd p{fd_, POLLIN, 0};

@@ -12,9 +12,12 @@
 namespace rxv {
 
 inline constexpr std::uint16_t kDefaultPort = 47910;
-// Limit on what a peer sends in one message (a verify carries two candidate keys per pass
-// run so far, ~40 bytes each: 1 MiB holds ~25,000 passes).
-inline constexpr std::size_t kMaxMessageBytes = 1u << 20;
+// Limit on what a peer sends in one message: the longest a protocol message can be is a
+// verify with its kMaxSentCandidates keys (core/oob.hpp), under 2 KiB; a reply is shorter.
+inline constexpr std::size_t kMaxMessageBytes = 64u << 10;
+// How long send() waits for room in the socket's buffer (a non-blocking socket whose
+// peer does not read) before it gives up.
+inline constexpr std::chrono::milliseconds kSendTimeout{30000};
 
 // s cut to at most `max` bytes plus "..." when longer, at a UTF-8 character boundary:
 // a peer's text (valid UTF-8, as the JSON parser checked it) must stay valid UTF-8,
@@ -32,8 +35,9 @@ class LineSocket {
   LineSocket& operator=(const LineSocket&) = delete;
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }
-  // One message out; a string that is not UTF-8 goes out with U+FFFD in its place.
-  Result<void> send(const nlohmann::json& j);
+  // One message out; a string that is not UTF-8 goes out with U+FFFD in its place. On a
+  // non-blocking socket a full send buffer (EAGAIN) is waited out, at most `timeout`.
+  Result<void> send(const nlohmann::json& j, std::chrono::milliseconds timeout = kSendTimeout);
   // The next message, or an error: timed out, closed by the peer (closed_by_peer), not a
   // JSON object, or over kMaxMessageBytes without a newline.
   Result<nlohmann::json> recv(std::chrono::milliseconds timeout);
@@ -45,6 +49,8 @@ class LineSocket {
 
 // recv's error when the peer closed the connection (a clean end between messages).
 bool closed_by_peer(const Error& e);
+// recv's error when no whole message came within its timeout.
+bool timed_out(const Error& e);
 
 // A peer address: "host", "host:port", "[v6]:port" (port 1-65535, default kDefaultPort).
 struct HostPort {
