@@ -2,7 +2,7 @@
 # rxe-kvfix-source.sh: acquiring the pristine rxe source of one kernel, for
 # kmod/rxe-kvfix-prepare (sourced by it, after its options, configuration and kernel
 # identity: KREL UPSTREAM SERIES_XY DEBVER SRCBIN KERNEL_* TREE CACHE SRPM FORCE FETCH
-# FETCH_TIMEOUT QUIET WORK HERE DRIVER_DIR CONF, and its say and die).
+# FETCH_TIMEOUT ARCHIVE QUIET WORK HERE DRIVER_DIR CONF, and its say and die).
 # find_source leaves the rxe directory in $WORK/rxe and sets PROVIDER, SOURCE_DESC and
 # SOURCE_VERSION; it dies with one line (cause; remedy) when no provider has it, and
 # exits 75 (EX_DEFER) when the source is to be fetched after the package transaction.
@@ -73,7 +73,7 @@ copy_or_die() {
 	local err # in a variable: a full disk cannot take a file of it either
 	if ! err=$(mkdir -p "$2" 2>&1) || ! err=$(cp -a "$1/." "$2/" 2>&1); then
 		die "cannot copy $1 to $2 ($(head -n1 <<<"$err"))" \
-			"free space in ${TMPDIR:-/tmp} or point TMPDIR at a directory with room, then try again"
+			"free space in ${TMPDIR:-/var/tmp} or point TMPDIR at a directory with room, then try again"
 	fi
 }
 

@@ -5,7 +5,8 @@
 #     provider and source as kmod/rxe-kvfix-prepare found them),
 #   DKMS's kept log of the build (rxe-kvfix-source.txt, kmod/rxe-kvfix-postbuild),
 #   modinfo -k RELEASE (what rdma_rxe resolves to for that kernel),
-#   the cache's .provenance files (what the fetch kept for it, verified by what).
+#   the cache's .provenance files (what the fetch kept for it, verified by what, and
+#     the archive that served it: repository, or the distribution's archive of record).
 # The verdict of a row: fixed (rdma_rxe resolves to rxe-kvfix's), not-needed (its
 # source is fixed or unaffected), not-fixed (anything else: exit 1).
 
@@ -36,13 +37,14 @@ row() {
 		R_MODULE=none
 	fi
 	# the source the fetch kept for it (its .provenance names the kernel or its version)
-	R_KEPT='' R_KEPT_BYTES='' R_VERIFIED=''
+	R_KEPT='' R_KEPT_BYTES='' R_VERIFIED='' R_ARCHIVE=''
 	for p in "$CACHE_DIR"/*.provenance; do
 		[[ -f $p && -f ${p%.provenance} ]] || continue
 		if grep -qx "kernel=$k" "$p" || { [[ -n $KERNEL_PKGVER ]] && grep -qxF "version=$KERNEL_PKGVER" "$p"; }; then
 			R_KEPT=${p%.provenance}
 			R_KEPT_BYTES=$(stat -c %s "$R_KEPT")
 			R_VERIFIED=$(sed -n 's/^verified=//p' "$p" | head -n1)
+			R_ARCHIVE=$(sed -n 's/^archive=//p' "$p" | head -n1)
 			break
 		fi
 	done
@@ -73,7 +75,7 @@ row_text() {
 	*) mod=$R_MODULE ;;
 	esac
 	from=${R_PROVIDER:--}
-	[[ -z $R_KEPT ]] || from+=", kept $(human_bytes "$R_KEPT_BYTES")${R_VERIFIED:+, verified by ${R_VERIFIED%% (*}}"
+	[[ -z $R_KEPT ]] || from+=", kept $(human_bytes "$R_KEPT_BYTES")${R_ARCHIVE:+ from $R_ARCHIVE}${R_VERIFIED:+, verified by ${R_VERIFIED%% (*}}"
 	last=${R_STATE:-never tried}${R_TIME:+ $R_TIME}
 	printf '%-26s %-22s %-18s %-34s %s\n' "$R_KERNEL$([[ $R_RUNNING == true ]] && echo ' *')" \
 		"$(class_words "$R_CLASS")" "$mod" "$from" "$last"
@@ -98,9 +100,9 @@ json_num() { if [[ -n $1 ]]; then printf '%s' "$1"; else printf 'null'; fi; }
 
 row_json() {
 	printf '{"kernel":%s,"running":%s,"verdict":"%s",' "$(json_str "$R_KERNEL")" "$R_RUNNING" "$R_VERDICT"
-	printf '"source":{"class":%s,"provider":%s,"description":%s,"kept":%s,"kept_bytes":%s,"verified":%s},' \
+	printf '"source":{"class":%s,"provider":%s,"description":%s,"kept":%s,"kept_bytes":%s,"verified":%s,"archive":%s},' \
 		"$(json_str "$R_CLASS")" "$(json_str "$R_PROVIDER")" "$(json_str "$R_DESC")" "$(json_str "$R_KEPT")" \
-		"$(json_num "$R_KEPT_BYTES")" "$(json_str "$R_VERIFIED")"
+		"$(json_num "$R_KEPT_BYTES")" "$(json_str "$R_VERIFIED")" "$(json_str "$R_ARCHIVE")"
 	printf '"module":{"resolves_to":"%s","version":%s,"path":%s},' "$R_MODULE" "$(json_str "$R_MODVER")" \
 		"$(json_str "$R_MODPATH")"
 	printf '"last":{"state":%s,"time":%s,"version":%s,"message":%s}}' "$(json_str "$R_STATE")" \

@@ -14,9 +14,11 @@
 #      --no-block by our plugin) waits for the transaction to end, then runs
 #      dnf5 download --srpm from the repository; rxe-kvfix is built into /extra
 #   3. the repository unreachable: kernel-install add still exits 0, later plugins
-#      ran, the unit's failure recorded in one line; the repository back,
-#      rxe-kvfix-boot.service repairs it (told which kernel is "booted" with
-#      RXE_KVFIX_RELEASE: a container runs the host's kernel)
+#      ran, the unit's failure recorded in one line; the repository back with nothing
+#      on the host changed: rxe-kvfix-boot.service (told which kernel is "booted" with
+#      RXE_KVFIX_RELEASE: a container runs the host's kernel) does not download again
+#      (no storm); after dnf5 makecache (the metadata changed) it repairs it, and
+#      rxe-kvfix status says the repository served it
 #   4. bad source RPMs from dnf (rxe-kvfix-fetch --fedora, the unit's fetch): a
 #      corrupt one and a truncated one the repository's metadata vouches for
 #      (rpmkeys --checksig refuses them), a truncated one the metadata does not
@@ -24,6 +26,13 @@
 #      (signature NOT OK), then the same with the key imported (accepted): each
 #      failure one line naming what to do, nothing kept in the cache; then
 #      broken third-party repositories beside it: still fetched
+#   4c. the archive of record, Koji's package layout (simulated: python3's
+#      http.server on 127.0.0.1, topurl in /etc/koji.conf.d; a test key): with
+#      excludepkgs=kernel*, and with the repository no longer indexing the build,
+#      the signed copy is fetched (archive=koji); Koji's unsigned copy alone is
+#      refused; archive=never asks nothing of Koji and names a remedy that can
+#      succeed; the same failure in the same state is not tried again
+#   4d. /tmp a 64 KiB tmpfs: the source RPM is unpacked on disk (/var/tmp)
 #   5. dnf5 remove of the kernel package: its %preun kernel-install remove exits 0,
 #      later plugins ran, rxe-kvfix's record and kept source of that kernel are gone
 #
@@ -32,7 +41,8 @@
 # MNT: the Fedora-shaped overlay (fedora-shape.sh), with the checkout at
 # /root/rxe-kvfix and B's kernel-devel in place; RPMDIR (inside MNT): the
 # rxe-kvfix-dkms RPM. Needs systemd-nspawn (tests/host-deps) and the network
-# (apt-get install dnf5 createrepo-c in the overlay). Cost: about 3 to 4 minutes.
+# (apt-get install dnf5 createrepo-c curl in the overlay). Cost: about 4 to 5 minutes
+# (4c and 4d: about 10 s; 3's boot repair, now after a try that downloads nothing: 2 to 4 s).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -69,11 +79,12 @@ NVR=${NVR#kernel-}
 in_mnt() { chroot "$MNT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
 # --- the repository ------------------------------------------------------------
-t_start "$F: dnf5 and createrepo-c (Debian sid) installed, a file:// repository with kernel-$NVR.src.rpm"
+t_start "$F: dnf5, createrepo-c and curl (Debian sid) installed, a file:// repository with kernel-$NVR.src.rpm"
 W=$(mktemp -d /var/tmp/rxe-kvfix-fedora-fetch.XXXXXX)
-LEADER=''
+LEADER='' HTTPD=''
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
+	[[ -z $HTTPD ]] || kill "$HTTPD" 2>/dev/null || true
 	if [[ -n $LEADER ]]; then
 		kill -TERM "$LEADER" 2>/dev/null || true
 		sleep 3
@@ -96,7 +107,7 @@ printf 'Name: kernel\nVersion: %s\nRelease: %s\nSummary: rxe-kvfix test: stands 
 if out=$({
 	rpmbuild -bb --define "_topdir $W/rpm" --define '_build_id_links none' "$W/rpm/SPECS/kernel.spec" &&
 		cp "$W"/rpm/RPMS/noarch/kernel-*.rpm "$MNT$R/x86_64/" &&
-		in_mnt env DEBIAN_FRONTEND=noninteractive apt-get install -y -q dnf5 createrepo-c &&
+		in_mnt env DEBIAN_FRONTEND=noninteractive apt-get install -y -q dnf5 createrepo-c curl &&
 		in_mnt createrepo_c -q "$R/x86_64" && in_mnt createrepo_c -q "$R/source"
 } 2>&1); then
 	t_pass
@@ -227,14 +238,32 @@ else
 	t_fail "exit $rc, later '$later', state '$(field "$B" state)': $(cut -c1-300 <<<"$msg")"
 fi
 mv "$MNT$R.away" "$MNT$R"
-t_start "$F: repository back: rxe-kvfix-boot.service (RXE_KVFIX_RELEASE=$B) fetches and builds it"
+# no download storm (kmod/rxe-kvfix-fetch-fedora.sh): the failure is remembered
+# with the state it was made in; the same state within a day is not tried again
+t_start "$F: repository back, nothing on the host changed: rxe-kvfix-boot.service (RXE_KVFIX_RELEASE=$B) does not download again (no storm), says when it will"
 in_ct systemctl set-environment "RXE_KVFIX_RELEASE=$B"
+t1=$SECONDS
 in_ct systemctl start rxe-kvfix-boot.service >/dev/null 2>&1 || true
-if [[ $(field "$B" state) == built && -n $(find "$MNT/lib/modules/$B/extra" -name 'rdma_rxe.ko*' 2>/dev/null) ]]; then
+msg=$(field "$B" message)
+if [[ $(field "$B" state) == failed ]] && grep -q "not tried again: nothing changed since that try at .*tried again after .*dnf makecache" <<<"$msg" &&
+	[[ -z $(find "$MNT/var/cache/rxe-kvfix/sources" -name "kernel-$UP.rxe.tar.xz" 2>/dev/null) ]]; then
 	t_pass
+	echo "     $((SECONDS - t1)) s; recorded: $(grep -o 'not tried again.*' <<<"$msg" | cut -c1-230)"
+else
+	t_fail "state '$(field "$B" state)': $(cut -c1-300 <<<"$msg")"
+fi
+t_start "$F: dnf5 makecache (the repository metadata changed): rxe-kvfix-boot.service (RXE_KVFIX_RELEASE=$B) fetches and builds it; rxe-kvfix status (text, --json) says the repository served it"
+in_ct dnf5 -q makecache >/dev/null 2>&1 || true
+in_ct systemctl start rxe-kvfix-boot.service >/dev/null 2>&1 || true
+st=$(in_ct rxe-kvfix status "$B" 2>&1 || true)
+sj=$(in_ct rxe-kvfix status --json "$B" 2>&1 || true)
+if [[ $(field "$B" state) == built && -n $(find "$MNT/lib/modules/$B/extra" -name 'rdma_rxe.ko*' 2>/dev/null) ]] &&
+	grep -q "^$B .* from repository" <<<"$st" && [[ $(jq -r '.kernels[0].source.archive' <<<"$sj" 2>/dev/null) == repository ]]; then
+	t_pass
+	grep "^$B" <<<"$st" | sed 's/^/     status: /'
 	echo "     $(in_ct journalctl -q -o cat -u rxe-kvfix-boot.service | grep -E 'built and installed|dkms autoinstall' | tail -n2 | tr '\n' ' ')"
 else
-	t_fail "state '$(field "$B" state)': $(field "$B" message | cut -c1-300)"
+	t_fail "state '$(field "$B" state)': $(field "$B" message | cut -c1-300); status: $(grep "^$B" <<<"$st" | cut -c1-200); --json archive: $(jq -r '.kernels[0].source.archive' <<<"$sj" 2>&1 | head -n1)"
 fi
 
 # --- 4. bad source RPMs ---------------------------------------------------------
@@ -326,6 +355,130 @@ else
 fi
 rm -rf "$MNT/var/tmp/rxe-bad-cache" "$MNT/srv/rxe-test-empty-repo" "$MNT/etc/yum.repos.d/rxe-third-party.repo"
 in_ct dnf5 -q clean all >/dev/null 2>&1 || true
+
+# --- 4c. the archive of record: Koji's package layout (simulated) ----------------
+# Fedora's updates repository indexes the newest build only, and a host may say
+# excludepkgs=kernel*: kernel-NVR then comes from Koji's package layout,
+# TOPURL/packages/kernel/V/R/src/ (Koji's main copy, unsigned) and
+# .../data/signed/KEYID/src/ (the copy signed by KEYID), served here by python3's
+# http.server on 127.0.0.1 (simulated; the URL from the root's /etc/koji.conf.d), the
+# signature checked by the root's rpm against the key it trusts (a test key,
+# simulated; Fedora's in real life). Fetched for B with its N-V-R given (B's name
+# carries no Fedora release).
+KC=/var/tmp/rxe-koji-cache
+KV=${NVR%%-*} KR=${NVR#*-}
+kid=$(gpg --homedir "$GH" --with-colons --list-keys 2>/dev/null | awk -F: '$1 == "pub" {print tolower(substr($5, length($5) - 7)); exit}')
+KP=$W/koji/kojifiles/packages/kernel/$KV/$KR
+kport=8470
+while (echo >"/dev/tcp/127.0.0.1/$kport") 2>/dev/null; do kport=$((kport + 1)); done
+t_start "$F: Koji's package layout (simulated: http.server on 127.0.0.1:$kport, topurl in /etc/koji.conf.d) with kernel-$NVR: Koji's unsigned main copy, a copy signed by the test key (simulated)"
+if [[ -n $kid && -f $W/signed.src.rpm ]] && mkdir -p "$KP/src" "$KP/data/signed/$kid/src" &&
+	cp "$W/good.src.rpm" "$KP/src/kernel-$NVR.src.rpm" && cp "$W/signed.src.rpm" "$KP/data/signed/$kid/src/kernel-$NVR.src.rpm" &&
+	gpg --batch -q --homedir "$GH" --armor --export >"$MNT/var/tmp/rxe-test-key.asc" &&
+	in_ct rpmkeys --import /var/tmp/rxe-test-key.asc; then
+	python3 -m http.server --bind 127.0.0.1 --directory "$W/koji" "$kport" >"$W/http.log" 2>&1 &
+	HTTPD=$!
+	mkdir -p "$MNT/etc/koji.conf.d"
+	printf "[koji]\n; rxe-kvfix test: Koji's package layout, simulated (a local server)\ntopurl = http://127.0.0.1:%s/kojifiles\n" "$kport" >"$MNT/etc/koji.conf.d/rxe-test.conf"
+	for _ in $(seq 20); do
+		curl -fs -o /dev/null "http://127.0.0.1:$kport/kojifiles/" && break
+		sleep 0.5
+	done
+	t_pass
+	echo "     $(find "$W/koji" -name '*.src.rpm' | sed "s#^$W/koji/##" | tr '\n' ' ')"
+else
+	t_fail "signing key '$kid', signed copy: $(ls "$W"/signed.src.rpm 2>&1)"
+fi
+cp "$MNT/etc/dnf/dnf.conf" "$W/dnf.conf"
+# koji_fetch ARGS...: rxe-kvfix-fetch --fedora ARGS into a fresh KC; sets rc, out, prov
+koji_fetch() {
+	rc=0
+	: >"$W/http.log"
+	out=$(in_ct "$FETCH" --fedora --cache "$KC" "$@" "$B" "$NVR" 2>&1) || rc=$?
+	prov=$(cat "$MNT$KC/kernel-$NVR.rxe.tar.xz.provenance" 2>/dev/null || true)
+}
+rm -rf "$MNT$KC"
+printf 'excludepkgs=kernel*\n' >>"$MNT/etc/dnf/dnf.conf"
+t_start "$F: excludepkgs=kernel* in dnf.conf: dnf5 finds no kernel-$NVR, rxe-kvfix-fetch --fedora takes it from Koji's package layout (simulated), the copy signed by a key rpm trusts; provenance archive=koji"
+koji_fetch
+if ((rc == 0)) && grep -qx 'archive=koji' <<<"$prov" && grep -q '^verified=rpmkeys --checksig .*signatures OK.*data/signed/' <<<"$prov" &&
+	grep -q "GET /kojifiles/packages/kernel/$KV/$KR/data/signed/$kid/src/kernel-$NVR.src.rpm" "$W/http.log"; then
+	t_pass
+	echo "     $(grep -E '^(archive|verified)=' <<<"$prov" | tr '\n' ' ')"
+	grep -m1 'No match\|No package\|failed (' <<<"$out" | cut -c1-200 | sed 's/^/     dnf5: /' || true
+else
+	t_fail "exit $rc: $(grep '^rxe-kvfix-fetch' <<<"$out" | tail -n3 | tr '\n' ' ' | cut -c1-600); provenance: $(tr '\n' ' ' <<<"$prov")"
+fi
+
+t_start "$F: archive=never with excludepkgs=kernel*: nothing asked of Koji's layout; one line whose remedy can succeed (dnf download --srpm --disableexcludes=main, koji download-build --arch=src)"
+rm -rf "$MNT$KC"
+koji_fetch --archive never
+if ((rc == 1)) && [[ $(grep -c '^rxe-kvfix-fetch: error:' <<<"$out") == 1 && ! -s $W/http.log ]] &&
+	grep -q "^rxe-kvfix-fetch: error: .*archive=never.*; run dnf download --srpm --disableexcludes=main kernel-$NVR .* or koji download-build --arch=src kernel-$NVR" <<<"$out"; then
+	t_pass
+	grep '^rxe-kvfix-fetch: error:' <<<"$out" | sed 's/^rxe-kvfix-fetch: error: .*; run /     remedy: run /' | cut -c1-300
+else
+	t_fail "exit $rc, http requests: $(wc -l <"$W/http.log"): $(grep '^rxe-kvfix-fetch' <<<"$out" | tail -n2 | tr '\n' ' ' | cut -c1-500)"
+fi
+t_start "$F: no download storm: the same fetch again, nothing changed: fails at once, no dnf5 run, says when it tries again; a file dropped in the cache: tried again"
+koji_fetch --archive never
+rc1=$rc out1=$out
+touch "$MNT$KC/dropped-by-hand"
+koji_fetch --archive never
+# (the fetch's own line "dnf5 download --srpm kernel-NVR" when it runs dnf5)
+if ((rc1 == 1)) && grep -q 'not tried again: nothing changed since that try' <<<"$out1" && ! grep -qx "rxe-kvfix-fetch: dnf5 download --srpm kernel-$NVR" <<<"$out1" &&
+	((rc == 1)) && grep -qx "rxe-kvfix-fetch: dnf5 download --srpm kernel-$NVR" <<<"$out"; then
+	t_pass
+	grep -o 'not tried again[^)]*' <<<"$out1" | head -n1 | cut -c1-220 | sed 's/^/     /'
+else
+	t_fail "first exit $rc1: $(grep '^rxe-kvfix-fetch' <<<"$out1" | tail -n1 | cut -c1-300); after the drop exit $rc: $(grep '^rxe-kvfix-fetch' <<<"$out" | head -n2 | tr '\n' ' ' | cut -c1-300)"
+fi
+cp "$W/dnf.conf" "$MNT/etc/dnf/dnf.conf"
+
+t_start "$F: the repository no longer indexes kernel-$NVR (superseded by a newer build): taken from Koji's package layout (simulated), archive=koji"
+mv "$SRC/kernel-$NVR.src.rpm" "$W/indexed.src.rpm"
+in_mnt createrepo_c -q --update "$R/source" >/dev/null
+in_ct dnf5 -q clean all >/dev/null 2>&1 || true
+rm -rf "$MNT$KC"
+koji_fetch
+if ((rc == 0)) && grep -qx 'archive=koji' <<<"$prov" && grep -q 'signatures OK' <<<"$prov"; then
+	t_pass
+else
+	t_fail "exit $rc: $(grep '^rxe-kvfix-fetch' <<<"$out" | tail -n3 | tr '\n' ' ' | cut -c1-600)"
+fi
+t_start "$F: bad input, Koji's layout holds only its unsigned main copy: refused (no signature by a key rpm trusts), one line naming koji download-build"
+mv "$KP/data" "$W/koji-signed"
+rm -rf "$MNT$KC"
+koji_fetch
+if ((rc == 1)) && [[ $(grep -c '^rxe-kvfix-fetch: error:' <<<"$out") == 1 ]] &&
+	grep -q "error: .*Koji's package layout served no kernel-$NVR.src.rpm signed by a key rpm trusts (tried: .*src/kernel-$NVR.src.rpm (rpmkeys --checksig: digests OK).*; run koji download-build --arch=src kernel-$NVR" <<<"$out" &&
+	[[ -z $(find "$MNT$KC" -name '*.tar.xz' 2>/dev/null) ]]; then
+	t_pass
+	grep '^rxe-kvfix-fetch: error:' <<<"$out" | cut -c1-400 | sed 's/^/     /'
+else
+	t_fail "exit $rc: $(grep '^rxe-kvfix-fetch' <<<"$out" | tail -n2 | tr '\n' ' ' | cut -c1-600)"
+fi
+mv "$W/koji-signed" "$KP/data"
+mv "$W/indexed.src.rpm" "$SRC/kernel-$NVR.src.rpm"
+in_mnt createrepo_c -q --update "$R/source" >/dev/null
+in_ct dnf5 -q clean all >/dev/null 2>&1 || true
+
+# --- 4d. /tmp a small tmpfs (Fedora's /tmp is one): the source RPM is unpacked on disk
+t_start "$F: /tmp a 64 KiB tmpfs (kernel-$NVR.src.rpm is $(($(stat -c %s "$W/good.src.rpm") / 1024)) KiB): rxe-kvfix-fetch --fedora unpacks it outside /tmp and keeps it"
+rm -rf "$MNT$KC"
+rc=0
+# shellcheck disable=SC2016 # expanded by the inner sh
+out=$(in_ct unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs /tmp && "$@"' _ "$FETCH" --fedora --cache "$KC" "$B" "$NVR" 2>&1) || rc=$?
+if ((rc == 0)) && [[ -f $MNT$KC/kernel-$NVR.rxe.tar.xz ]]; then
+	t_pass
+else
+	t_fail "exit $rc: $(grep '^rxe-kvfix-fetch' <<<"$out" | tail -n2 | tr '\n' ' ' | cut -c1-400)"
+fi
+rm -rf "$MNT$KC" "$MNT/etc/koji.conf.d/rxe-test.conf" "$MNT/var/tmp/rxe-test-key.asc"
+in_ct rpm -e --allmatches gpg-pubkey >/dev/null 2>&1 || true
+kill "$HTTPD" 2>/dev/null || true
+wait "$HTTPD" 2>/dev/null || true
+HTTPD=''
 
 # --- 5. the kernel removed: its record and kept source forgotten ------------------
 t_start "$F: dnf5 remove kernel-$NVR: its %preun kernel-install remove $B exits 0, every plugin after ours runs, its record and kept source are gone"
