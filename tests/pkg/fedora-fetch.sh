@@ -35,6 +35,8 @@
 #   4d. /tmp a 64 KiB tmpfs: the source RPM is unpacked on disk (/var/tmp)
 #   5. dnf5 remove of the kernel package: its %preun kernel-install remove exits 0,
 #      later plugins ran, rxe-kvfix's record and kept source of that kernel are gone
+#   6. Fedora-named kernels end to end (tests/pkg/fedora-named.sh): three installed,
+#      then dnf5 install rxe-kvfix-dkms; status exit 0 with the archive of each
 #
 #   fedora-fetch.sh MNT RPMDIR B
 #
@@ -42,7 +44,8 @@
 # /root/rxe-kvfix and B's kernel-devel in place; RPMDIR (inside MNT): the
 # rxe-kvfix-dkms RPM. Needs systemd-nspawn (tests/host-deps) and the network
 # (apt-get install dnf5 createrepo-c curl in the overlay). Cost: about 4 to 5 minutes
-# (4c and 4d: about 10 s; 3's boot repair, now after a try that downloads nothing: 2 to 4 s).
+# (4c and 4d: about 10 s; 3's boot repair, now after a try that downloads nothing: 2 to 4 s)
+# before 6, whose cost fedora-named.sh states.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -423,7 +426,7 @@ fi
 t_start "$F: no download storm: the same fetch again, nothing changed: fails at once, no dnf5 run, says when it tries again; a file dropped in the cache: tried again"
 koji_fetch --archive never
 rc1=$rc out1=$out
-touch "$MNT$KC/dropped-by-hand"
+mkdir -p "$MNT$KC" && touch "$MNT$KC/dropped-by-hand"
 koji_fetch --archive never
 # (the fetch's own line "dnf5 download --srpm kernel-NVR" when it runs dnf5)
 if ((rc1 == 1)) && grep -q 'not tried again: nothing changed since that try' <<<"$out1" && ! grep -qx "rxe-kvfix-fetch: dnf5 download --srpm kernel-$NVR" <<<"$out1" &&
@@ -474,11 +477,9 @@ if ((rc == 0)) && [[ -f $MNT$KC/kernel-$NVR.rxe.tar.xz ]]; then
 else
 	t_fail "exit $rc: $(grep '^rxe-kvfix-fetch' <<<"$out" | tail -n2 | tr '\n' ' ' | cut -c1-400)"
 fi
+# (the server stays up for 6)
 rm -rf "$MNT$KC" "$MNT/etc/koji.conf.d/rxe-test.conf" "$MNT/var/tmp/rxe-test-key.asc"
 in_ct rpm -e --allmatches gpg-pubkey >/dev/null 2>&1 || true
-kill "$HTTPD" 2>/dev/null || true
-wait "$HTTPD" 2>/dev/null || true
-HTTPD=''
 
 # --- 5. the kernel removed: its record and kept source forgotten ------------------
 t_start "$F: dnf5 remove kernel-$NVR: its %preun kernel-install remove $B exits 0, every plugin after ours runs, its record and kept source are gone"
@@ -492,6 +493,10 @@ if ((rc == 0)) && [[ -n $later && ! -e $MNT/var/lib/rxe-kvfix/status/$B && ! -e 
 else
 	t_fail "exit $rc, later '$later', record: $(find "$MNT/var/lib/rxe-kvfix/status/" -type f 2>&1 | tr '\n' ' '), kept: $(find "$MNT/var/cache/rxe-kvfix/sources" -type f 2>/dev/null | tr '\n' ' '): $(tail -n3 <<<"$out" | tr '\n' ' ' | cut -c1-300)"
 fi
+
+# --- 6. Fedora-named kernels end to end (tests/pkg/fedora-named.sh) ---------------
+# shellcheck source=tests/pkg/fedora-named.sh
+. "$HERE/fedora-named.sh"
 
 in_ct systemctl poweroff >/dev/null 2>&1 || true
 for _ in $(seq 30); do
