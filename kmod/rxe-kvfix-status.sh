@@ -7,8 +7,97 @@
 #   modinfo -k RELEASE (what rdma_rxe resolves to for that kernel),
 #   the cache's .provenance files (what the fetch kept for it, verified by what, and
 #     the archive that served it: repository, or the distribution's archive of record).
-# The verdict of a row: fixed (rdma_rxe resolves to rxe-kvfix's), not-needed (its
-# source is fixed or unaffected), not-fixed (anything else: exit 1).
+#   Secure Boot (sb_check, once per call): is it on, and is the certificate DKMS signs
+#     with enrolled (mokutil --sb-state, mokutil --test-key).
+# The verdict of a row: fixed (rdma_rxe resolves to rxe-kvfix's, and Secure Boot does
+# not refuse it), not-needed (its source is fixed or unaffected), not-fixed (anything
+# else, a module Secure Boot refuses included: exit 1).
+
+# sb_dkms_cert: the certificate DKMS signs modules with: the last mok_certificate= of
+# DKMS's framework.conf, then framework.conf.d/*.conf (the order dkms 3.x reads them
+# in), else DKMS's default /var/lib/dkms/mok.pub. Ubuntu's dkms package sets it to
+# /var/lib/shim-signed/mok/MOK.der there; Debian's and Fedora's leave the default.
+# RXE_KVFIX_DKMS_CONF_DIR: another directory than /etc/dkms (tests).
+sb_dkms_cert() {
+	local dir=${RXE_KVFIX_DKMS_CONF_DIR:-/etc/dkms} f v cert=/var/lib/dkms/mok.pub
+	for f in "$dir/framework.conf" "$dir"/framework.conf.d/*.conf; do
+		[[ -r $f ]] || continue
+		v=$(sed -n 's/^[[:space:]]*mok_certificate=[[:space:]]*//p' "$f" | tail -n1)
+		v=${v%%[[:space:]]#*}
+		v=${v//\"/}
+		v=${v//\'/}
+		[[ -z $v ]] || cert=$v
+	done
+	printf '%s\n' "$cert"
+}
+
+# sb_check: set SB_ENABLED (true, false or unknown), SB_CERT, SB_KEY (enrolled,
+# not-enrolled, pending (queued for MokManager's next boot), missing (no such file),
+# unknown), SB_ENROL (the distribution's command) and SB_REFUSES (true when the kernel
+# refuses a module signed with SB_CERT now). mokutil's words, as its source prints
+# them: --sb-state "SecureBoot enabled" / "SecureBoot disabled", and "SecureBoot
+# validation is disabled in shim" (shim lets unsigned code through: nothing refused);
+# --test-key prints "FILE is not enrolled", "FILE is already enrolled", "... in db" or
+# "... in the enrollment request" (pending), and exits -1 (255) with neither when it
+# cannot read the file or it is no X.509 certificate. Its exit status is no verdict:
+# releases up to 0.7.2 (Debian's, the VM scenario's) exit 0 on "not enrolled" and 1 on
+# "already enrolled", mokutil's development branch since 2025 the other way round. So
+# the words decide, whatever the status but the error's. Without mokutil, the
+# firmware's SecureBoot variable says whether Secure Boot is on; the key stays unknown.
+SB_EFIVAR=/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c
+sb_check() {
+	local out b
+	SB_ENABLED=unknown SB_KEY=unknown SB_REFUSES=false
+	SB_CERT=$(sb_dkms_cert)
+	if rxe_kvfix_ubuntu_like && [[ $SB_CERT == */shim-signed/mok/MOK.der ]]; then
+		SB_ENROL="update-secureboot-policy --enroll-key"
+	else
+		SB_ENROL="mokutil --import $SB_CERT"
+	fi
+	SB_ENROL+=", then reboot and in MokManager: Enroll MOK, Continue, Yes, the password"
+	if command -v mokutil >/dev/null; then
+		out=$(mokutil --sb-state 2>&1 || true)
+		case $out in
+		*"validation is disabled in shim"*) SB_ENABLED=false ;;
+		*"SecureBoot enabled"*) SB_ENABLED=true ;;
+		*"SecureBoot disabled"* | *"not supported on this system"* | *"doesn't support Secure Boot"*) SB_ENABLED=false ;;
+		esac
+	elif [[ ! -d /sys/firmware/efi ]]; then
+		SB_ENABLED=false # booted without UEFI
+	elif b=$(od -An -tu1 "$SB_EFIVAR" 2>/dev/null); then
+		b=${b//[[:space:]]/ }
+		case ${b##* } in 1) SB_ENABLED=true ;; 0) SB_ENABLED=false ;; esac
+	fi
+	[[ $SB_ENABLED == true ]] || return 0
+	if [[ ! -f $SB_CERT ]]; then
+		SB_KEY=missing
+	elif command -v mokutil >/dev/null; then
+		out=$(mokutil --test-key "$SB_CERT" 2>&1) && b=0 || b=$?
+		if ((b == 0 || b == 1)); then
+			case $out in
+			*"is not enrolled"*) SB_KEY=not-enrolled ;;
+			*"in the enrollment request"*) SB_KEY=pending ;;
+			*"is already enrolled"* | *"is already in db"*) SB_KEY=enrolled ;;
+			esac
+		fi
+	fi
+	case $SB_KEY in
+	not-enrolled) SB_REFUSES=true ;;
+	pending)
+		SB_REFUSES=true
+		SB_ENROL="reboot and in MokManager: Enroll MOK, Continue, Yes, the password given to mokutil --import"
+		;;
+	esac
+}
+
+# sb_words: the one line of what Secure Boot does to rxe-kvfix's module, and what to do
+sb_words() {
+	if [[ $SB_KEY == pending ]]; then
+		printf 'Secure Boot is on and %s, the key rxe-kvfix'"'"'s module is signed with, is queued for enrolment but not enrolled yet: the kernel refuses the module (modprobe rdma_rxe loads nothing) until you %s\n' "$SB_CERT" "$SB_ENROL"
+	else
+		printf 'Secure Boot is on and %s, the key rxe-kvfix'"'"'s module is signed with, is not enrolled: the kernel refuses the module (modprobe rdma_rxe loads nothing). Enrol it: %s\n' "$SB_CERT" "$SB_ENROL"
+	fi
+}
 
 # row RELEASE: set the R_* fields of one kernel
 row() {
@@ -48,7 +137,10 @@ row() {
 			break
 		fi
 	done
-	if [[ $R_MODULE == rxe-kvfix ]]; then
+	R_REFUSED=false
+	if [[ $R_MODULE == rxe-kvfix && $SB_REFUSES == true ]]; then
+		R_VERDICT=not-fixed R_REFUSED=true
+	elif [[ $R_MODULE == rxe-kvfix ]]; then
 		R_VERDICT=fixed
 	elif [[ $R_STATE == not-needed || $R_CLASS == fixed || $R_CLASS == unaffected ]]; then
 		R_VERDICT=not-needed
@@ -71,7 +163,7 @@ human_bytes() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%.1f MB", b / 1
 row_text() {
 	local mod from last
 	case $R_MODULE in
-	rxe-kvfix) mod="rxe-kvfix ${R_MODVER%-rxe-kvfix}" ;;
+	rxe-kvfix) if [[ $R_REFUSED == true ]]; then mod="rxe-kvfix REFUSED"; else mod="rxe-kvfix ${R_MODVER%-rxe-kvfix}"; fi ;;
 	*) mod=$R_MODULE ;;
 	esac
 	from=${R_PROVIDER:--}
@@ -128,13 +220,18 @@ cmd_status() {
 		shift
 	done
 	((${#kernels[@]})) || mapfile -t kernels < <(rxe_kvfix_installed_kernels)
+	sb_check
 	if ((json)); then
-		printf '{"tool":{"name":"rxe-kvfix","version":%s},"schema_version":1,"running":%s,"kernels":[' \
+		printf '{"tool":{"name":"rxe-kvfix","version":%s},"schema_version":1,"running":%s,' \
 			"$(json_str "$VERSION")" "$(json_str "$(uname -r)")"
+		printf '"secure_boot":{"enabled":%s,"certificate":%s,"key":"%s","refuses_module":%s,"enrol":%s,"message":%s},"kernels":[' \
+			"$([[ $SB_ENABLED == unknown ]] && echo null || echo "$SB_ENABLED")" "$(json_str "$SB_CERT")" "$SB_KEY" \
+			"$SB_REFUSES" "$(json_str "$([[ $SB_REFUSES == false ]] || echo "$SB_ENROL")")" \
+			"$(json_str "$([[ $SB_REFUSES == false ]] || sb_words)")"
 	else
 		printf '%-26s %-22s %-18s %-34s %s\n' KERNEL SOURCE RDMA_RXE FROM LAST
 	fi
-	local notes=()
+	local notes=() refused=0
 	for k in "${kernels[@]}"; do
 		row "$k"
 		n=$((n + 1))
@@ -145,7 +242,8 @@ cmd_status() {
 			sep=,
 		else
 			row_text
-			[[ $R_VERDICT != not-fixed || -z $R_MESSAGE ]] || notes+=("$R_KERNEL: $R_MESSAGE")
+			[[ $R_REFUSED == false ]] || refused=1
+			[[ $R_VERDICT != not-fixed || -z $R_MESSAGE || $R_REFUSED == true ]] || notes+=("$R_KERNEL: $R_MESSAGE")
 		fi
 	done
 	if ((json)); then
@@ -153,6 +251,7 @@ cmd_status() {
 	else
 		((n)) || echo "(no kernel installed: /lib/modules/*/kernel)"
 		for k in "${notes[@]}"; do printf '  %s\n' "$k"; done
+		((!refused)) || printf '  REFUSED: %s\n' "$(sb_words)"
 		echo "(* the running kernel; rxe-kvfix $VERSION; records in $(rxe_kvfix_state_dir)/status)"
 	fi
 	return "$rc"
