@@ -108,7 +108,7 @@ PREPARE_LIBS := kmod/rxe-kvfix-source.sh kmod/rxe-kvfix-memo.sh
 # the fetch's halves, sourced by kmod/rxe-kvfix-fetch
 FETCH_LIBS := kmod/rxe-kvfix-fetch-debian.sh kmod/rxe-kvfix-fetch-fedora.sh
 # the admin command (kmod/rxe-kvfix) and its parts, installed in /usr/lib/rxe-kvfix
-ADMIN_FILES := kmod/rxe-kvfix kmod/rxe-kvfix-status.sh kmod/rxe-kvfix-repair.sh kmod/rxe-kvfix-status.schema.json
+ADMIN_FILES := kmod/rxe-kvfix kmod/rxe-kvfix-status.sh kmod/rxe-kvfix-repair.sh kmod/rxe-kvfix-pkg.sh kmod/rxe-kvfix-status.schema.json
 TREE_FILES := dkms.conf kmod/rxe-kvfix-prepare $(PREPARE_LIBS) kmod/rxe-kvfix-fetch $(FETCH_LIBS) kmod/rxe-kvfix-dkms-build kmod/rxe-kvfix-postbuild kmod/rxe-kvfix-objcheck \
 	kmod/rxe-kvfix-lib.sh $(KMOD_LIBS) kmod/Kbuild.rxe kmod/rxe_kvfix_id.c kmod/rxe-kvfix-kernel-hook kmod/rxe-kvfix.conf \
 	$(ADMIN_FILES) kmod/rxe-kvfix.8.in \
@@ -159,7 +159,7 @@ hooks-install:
 	install -D -m 0755 kmod/rxe-kvfix-kernel-hook "$(HOOK)"
 	install -m 0755 kmod/rxe-kvfix "$(ADMIN_DIR)/"
 	install -m 0644 kmod/rxe-kvfix-lib.sh $(KMOD_LIBS) kmod/rxe-kvfix-status.sh kmod/rxe-kvfix-repair.sh \
-		kmod/rxe-kvfix-status.schema.json META "$(ADMIN_DIR)/"
+		kmod/rxe-kvfix-pkg.sh kmod/rxe-kvfix-status.schema.json META "$(ADMIN_DIR)/"
 	install -d "$(DESTDIR)$(SBINDIR)"
 	ln -sfn ../lib/$(PACKAGE)/rxe-kvfix "$(DESTDIR)$(SBINDIR)/rxe-kvfix"
 	install -d "$(DESTDIR)/usr/share/man/man8"
