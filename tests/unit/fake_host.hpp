@@ -43,11 +43,13 @@ class FakeHost final : public HostEnv {
   std::vector<IbDevice> ib_devices() override { return devices; }
   FirewallReport firewall() override { return fw; }
   KernelMemory kernel_memory() override { return {}; }
+  std::optional<std::string> kvfix_status(const std::string& /*release*/) override { return kvfix_json; }
 
   std::map<std::string, std::string> files;
   ModuleIdentity mod;
   std::vector<IbDevice> devices;
   FirewallReport fw;
+  std::optional<std::string> kvfix_json;  // rxe-kvfix status --json; nullopt: not installed
 };
 
 }  // namespace rxv::testing

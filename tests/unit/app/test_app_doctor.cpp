@@ -174,3 +174,49 @@ TEST(AppDoctor, SizeTheLoadedModuleCannotRegisterIsAProblem) {
   EXPECT_EQ(frag.report["register"]["verdict"], "not_now");
   EXPECT_TRUE(has(frag.report["warnings"], "fragmentation"));
 }
+
+// `rxe-kvfix status --json`'s secure_boot (kmod/rxe-kvfix-status.sh): Secure Boot on and
+// the DKMS key not enrolled. With rdma_rxe not loaded, the problem says why modprobe
+// cannot load it and how to enrol the key; with the stock module loaded, a warning.
+TEST(AppDoctor, SecureBootRefusingTheModuleIsSaid) {
+  const std::string line =
+      "Secure Boot is on and /var/lib/dkms/mok.pub, the key rxe-kvfix's module is signed with, is not "
+      "enrolled: the kernel refuses the module (modprobe rdma_rxe loads nothing). Enrol it: mokutil "
+      "--import /var/lib/dkms/mok.pub, then reboot";
+  const std::string refused =
+      R"({"secure_boot":{"enabled":true,"certificate":"/var/lib/dkms/mok.pub","key":"not-enrolled",)"
+      R"("refuses_module":true,"enrol":"mokutil --import /var/lib/dkms/mok.pub","message":")" +
+      line + R"("},"kernels":[]})";
+  FakeHost absent;
+  absent.mod = ModuleIdentity{};
+  absent.kvfix_json = refused;
+  Outcome out = doctor(absent);
+  EXPECT_EQ(out.exit, kExitNotReady);
+  EXPECT_TRUE(has(out.report["problems"], "cannot load it: Secure Boot is on")) << out.text;
+  EXPECT_TRUE(has(out.report["problems"], "mokutil --import /var/lib/dkms/mok.pub")) << out.text;
+  EXPECT_TRUE(out.report["secure_boot"]["refuses_module"].get<bool>());
+  EXPECT_EQ(out.report["secure_boot"]["key"], "not-enrolled");
+
+  FakeHost stock;
+  stock.mod.flavor = ModuleFlavor::Stock;
+  stock.kvfix_json = refused;
+  Outcome w = doctor(stock);
+  EXPECT_TRUE(has(w.report["warnings"], "the next `modprobe rdma_rxe` loads nothing: Secure Boot is on"))
+      << w.text;
+
+  // enrolled, or rxe-kvfix not installed, or a document that does not parse: nothing said
+  FakeHost ok;
+  ok.kvfix_json = R"({"secure_boot":{"enabled":true,"certificate":"/var/lib/dkms/mok.pub","key":"enrolled",)"
+                  R"("refuses_module":false,"enrol":null,"message":null},"kernels":[]})";
+  Outcome fine = doctor(ok);
+  EXPECT_EQ(fine.exit, kExitPass);
+  EXPECT_FALSE(fine.report["secure_boot"]["refuses_module"].get<bool>());
+  FakeHost none;
+  EXPECT_TRUE(doctor(none).report["secure_boot"].is_null());
+  FakeHost garbage;
+  garbage.mod = ModuleIdentity{};
+  garbage.kvfix_json = "not json";
+  Outcome g = doctor(garbage);
+  EXPECT_TRUE(g.report["secure_boot"].is_null());
+  EXPECT_TRUE(has(g.report["problems"], "rdma_rxe is not loaded (`modprobe rdma_rxe`)"));
+}

@@ -27,6 +27,7 @@ struct Findings {
   HostSnapshot h;
   std::string kvfix_file;
   std::optional<KvfixBuildStatus> kvfix;
+  std::string sb_refusal;  // rxe-kvfix status's line when Secure Boot refuses the module
   std::vector<IbDevice> devs;
   std::uint64_t want = 0;  // --size
   std::optional<MemlockLimit> ml;
@@ -56,8 +57,14 @@ void check_module(HostEnv& host, Findings& f) {
   const bool kvfix_deferred = kvfix && kvfix->state == "deferred";
   const bool kvfix_failed = kvfix && (kvfix->state == "failed" || kvfix_deferred);
   const bool kvfix_not_needed = kvfix && kvfix->state == "not-needed";
-  if (mod.flavor == ModuleFlavor::Absent)
+  if (mod.flavor == ModuleFlavor::Absent && !f.sb_refusal.empty())
+    f.problems.emplace_back("rdma_rxe is not loaded, and `modprobe rdma_rxe` cannot load it: " +
+                            f.sb_refusal + " (rxe-kvfix status)");
+  else if (mod.flavor == ModuleFlavor::Absent)
     f.problems.emplace_back("rdma_rxe is not loaded (`modprobe rdma_rxe`)");
+  else if (!f.sb_refusal.empty())
+    f.warnings.emplace_back("the next `modprobe rdma_rxe` loads nothing: " + f.sb_refusal +
+                            " (rxe-kvfix status)");
   if (mod.flavor == ModuleFlavor::Stock && kvfix_failed)
     f.warnings.emplace_back(std::string("the loaded rdma_rxe is stock because rxe-kvfix ") +
                             (kvfix_deferred ? "is not built yet" : "could not be built") +
@@ -75,6 +82,22 @@ void check_module(HostEnv& host, Findings& f) {
     f.warnings.emplace_back("an rxe-kvfix rdma_rxe is installed (" + mod.installed +
                             ") but the loaded module is stock: reload it (remove rxe links, "
                             "`modprobe -r rdma_rxe && modprobe rdma_rxe`)");
+}
+
+// Secure Boot against the key rxe-kvfix's module is signed with, as `rxe-kvfix status
+// --json` tells it (kmod/rxe-kvfix-status.sh asks mokutil): null when rxe-kvfix is not
+// installed or says nothing of Secure Boot.
+void check_secure_boot(HostEnv& host, Findings& f) {
+  f.j["secure_boot"] = nullptr;
+  auto text = host.kvfix_status(f.j["kernel"].get<std::string>());
+  if (!text) return;
+  json st = json::parse(*text, nullptr, false);
+  if (st.is_discarded() || !st.is_object() || !st.contains("secure_boot") || !st["secure_boot"].is_object())
+    return;
+  const json& sb = st["secure_boot"];
+  f.j["secure_boot"] = sb;
+  if (sb.value("refuses_module", false) && sb.contains("message") && sb["message"].is_string())
+    f.sb_refusal = sb["message"].get<std::string>();
 }
 
 // Every RDMA device with its GIDs; no rxe device, or none with an ACTIVE port, is a problem.
@@ -234,6 +257,7 @@ Outcome doctor_command(const DoctorCommandConfig& o, HostEnv& host) {
   f.j["kernel"] = host.kernel();
   f.h = snapshot(host);
   f.j["module"] = to_json(f.h.module);
+  check_secure_boot(host, f);
   check_module(host, f);
   check_devices(host, f);
   check_memlock(f);

@@ -16,6 +16,11 @@ class SystemHost final : public HostEnv {
   }
   FirewallReport firewall() override { return probe_firewall(); }
   KernelMemory kernel_memory() override { return read_kernel_memory(); }
+  std::optional<std::string> kvfix_status(const std::string& release) override {
+    auto c = run_command({"rxe-kvfix", "status", "--json", release}, 30);
+    if (!c.ran || c.out.empty()) return std::nullopt;
+    return c.out;
+  }
 };
 
 }  // namespace

@@ -24,6 +24,10 @@ class HostEnv {
   virtual std::vector<IbDevice> ib_devices() = 0;
   virtual FirewallReport firewall() = 0;
   virtual KernelMemory kernel_memory() = 0;
+  // `rxe-kvfix status --json RELEASE`'s document (the DKMS package's admin command:
+  // kmod/rxe-kvfix-status.sh), whatever its exit status; nullopt when rxe-kvfix is not
+  // installed or printed nothing.
+  virtual std::optional<std::string> kvfix_status(const std::string& release) = 0;
 };
 
 // The real host. ib_devices() honours RXE_VERIFY_SYSFS (another sysfs root; tests: a fake
