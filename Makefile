@@ -12,6 +12,8 @@
 #   make userspace            build rxe-verify (CMake)
 #   make dist                 _build/dist/rxe-kvfix-VERSION.tar.gz of the files git tracks
 #   make rpm / make deb       packages from that tarball into _build/pkg (packaging/README.md)
+#   make rpm RPM_SIGN_KEY=ID  the RPMs signed with that GnuPG key (rpmsign --addsign;
+#                             Fedora trusts it after rpmkeys --import KEY.asc: docs/install.md)
 #   make demo                 the main job: stock vs fixed, side by side, in a VM
 #   make bench                benchmarks, stock beside fixed (full form, ~11G guest) -> tests/bench/
 #   make bench-upgrade        what rxe-kvfix adds to a kernel upgrade (apt, Fedora-shaped) -> tests/bench/UPGRADE.md
@@ -28,8 +30,9 @@
 # KERNEL_TREE / CACHE_DIR / SRPM (source providers, see kmod/rxe-kvfix-prepare),
 # DESTDIR, BUILD_DIR (make's module build, default _build/KVER), CMAKE_BUILD_DIR
 # (default build), SBINDIR, SYSTEMD_UNITDIR, SYSTEMD_PRESETDIR (install paths),
-# DIST_DIR, PKG_DIR (dist and package output), PERFTEST_SRC, BENCH_PARTS, BENCH_OUT,
-# BENCH_UPGRADE_OUT (make bench, bench-upgrade).
+# DIST_DIR, PKG_DIR (dist and package output), RPM_SIGN_KEY (make rpm: sign with this
+# GnuPG key id), RPM_ARGS (more packaging/build-rpm options, e.g. --dkms-only),
+# PERFTEST_SRC, BENCH_PARTS, BENCH_OUT, BENCH_UPGRADE_OUT (make bench, bench-upgrade).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -234,8 +237,12 @@ dist: check-tree
 	@mv "$(DIST_TARBALL).tmp" "$(DIST_TARBALL)"
 	@echo "make: wrote $(DIST_TARBALL) ($$(tar -tzf "$(DIST_TARBALL)" | grep -vc '/$$') files)"
 
+# RPM_SIGN_KEY: a GnuPG key id (user id or fingerprint in $GNUPGHOME) rpmsign signs
+# both RPMs with; unsigned when empty
+RPM_SIGN_KEY ?=
+RPM_ARGS ?=
 rpm: dist
-	packaging/build-rpm --out "$(PKG_DIR)/rpm" "$(DIST_TARBALL)"
+	packaging/build-rpm --out "$(PKG_DIR)/rpm" $(if $(RPM_SIGN_KEY),--sign "$(RPM_SIGN_KEY)") $(RPM_ARGS) "$(DIST_TARBALL)"
 
 deb: dist
 	packaging/build-deb --out "$(PKG_DIR)/deb" "$(DIST_TARBALL)"
