@@ -9,12 +9,15 @@
 #       kernel's line recorded; the stock (Debian-signed) rdma_rxe loads and makes an
 #       rxe device; nothing tainted. Then, as packaging/README.md says, the key is queued for
 #       enrolment: mokutil --import /var/lib/dkms/mok.pub (with PASSWORD's hash), for
-#       the next boot's MokManager.
+#       the next boot's MokManager. rxe-kvfix status says the kernel is not fixed
+#       (REFUSED, the key not enrolled, then queued) and rxe-verify doctor that
+#       rdma_rxe cannot load, both naming mokutil --import.
 #   secureboot.sh KERNELRELEASE trusted
 #       After MokManager enrolled it: Secure Boot is on, the key is enrolled (mokutil
 #       --test-key) and in the kernel's .machine keyring, and modprobe rdma_rxe loads
 #       rxe-kvfix (and makes an rxe device) with no E (unsigned-module) taint, only the O
-#       every out-of-tree module sets; the stock module still loads.
+#       every out-of-tree module sets; the stock module still loads; rxe-kvfix
+#       status says fixed.
 # Needs mokutil in the root (the scenario installs it in its overlay).
 set -uo pipefail
 
@@ -40,6 +43,38 @@ trusted) ;;
 esac
 
 note() { echo "     $*"; }
+
+# rxe-kvfix, the admin command: the packages' /usr/sbin/rxe-kvfix, else the checkout's, put
+# on PATH as `make hooks-install` links it (rxe-verify doctor asks it about Secure Boot)
+command -v rxe-kvfix >/dev/null || ln -sf /root/rxe-kvfix/kmod/rxe-kvfix /usr/local/sbin/rxe-kvfix
+
+# jv KEY...: the value at KEY... of the JSON document on stdin (a number indexes a list;
+# true/false/null as JSON writes them, a list of strings one a line, anything else as
+# JSON); the root has no jq
+jv() {
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for k in sys.argv[1:]:
+    d = d[int(k)] if isinstance(d, list) else d[k]
+if isinstance(d, list) and all(isinstance(x, str) for x in d):
+    d = "\n".join(d)
+print(d if isinstance(d, str) else json.dumps(d))' "$@" 2>&1
+}
+
+# kvfix_says WANT_RC WANT_KEY WANT_WORDS: rxe-kvfix status for this kernel exits WANT_RC, its
+# --json has secure_boot.key WANT_KEY and the kernel's verdict, and the text WANT_WORDS
+kvfix_says() {
+	local rc jrc txt js
+	txt=$(rxe-kvfix status "$K" 2>&1)
+	rc=$?
+	js=$(rxe-kvfix status --json "$K" 2>&1)
+	jrc=$?
+	echo "$js" >"$OUT/kvfix-status-$PHASE-$1.json"
+	note "rxe-kvfix status: exit $rc: $(tail -n +2 <<<"$txt" | tr '\n' '|' | cut -c1-600)"
+	note "--json secure_boot: $(jv secure_boot <<<"$js"), verdict $(jv kernels 0 verdict <<<"$js")"
+	[[ $rc == "$1" && $jrc == "$1" && $(jv secure_boot key <<<"$js") == "$2" && $txt == *"$3"* ]]
+}
 
 mountpoint -q $EFIVARS || mount -t efivarfs efivarfs $EFIVARS 2>/dev/null
 mountpoint -q /sys/kernel/security || mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
@@ -86,6 +121,24 @@ if [[ $PHASE == untrusted ]]; then
 	note "mokutil --test-key: $tk"
 	if [[ $tk == *"is not enrolled"* ]]; then t_pass; else t_fail "$tk"; fi
 
+	# issue 61: status said "fixed" here while the kernel refused the module
+	t_start "$K sb untrusted: rxe-kvfix status: $K not fixed (REFUSED, exit 1), says to mokutil --import $MOK"
+	if kvfix_says 1 not-enrolled "REFUSED: Secure Boot is on and $MOK, the key rxe-kvfix's module is signed with, is not enrolled" &&
+		[[ $(jv kernels 0 verdict <"$OUT/kvfix-status-untrusted-1.json") == not-fixed ]] &&
+		grep -qF "mokutil --import $MOK, then reboot" "$OUT/kvfix-status-untrusted-1.json"; then
+		t_pass
+	else
+		t_fail "see the lines above"
+	fi
+	t_start "$K sb untrusted: rxe-verify doctor: not ready, rdma_rxe cannot load (Secure Boot, key not enrolled)"
+	doc=$(rxe-verify doctor --json 2>/dev/null)
+	drc=$?
+	echo "$doc" >"$OUT/doctor-sb-untrusted.json"
+	prob=$(jv problems <<<"$doc" | grep -m1 'Secure Boot')
+	note "rxe-verify doctor: exit $drc; ${prob:-no Secure Boot problem: $(jv problems <<<"$doc")}"
+	if ((drc == 3)) && [[ $prob == *"cannot load it: Secure Boot is on"*"mokutil --import $MOK"* &&
+		$(jv secure_boot refuses_module <<<"$doc") == true ]]; then t_pass; else t_fail "doctor exit $drc"; fi
+
 	t_start "$K sb untrusted: modprobe rdma_rxe (rxe-kvfix, untrusted key) is refused"
 	dmesg -C
 	err=$(modprobe rdma_rxe 2>&1)
@@ -113,6 +166,8 @@ if [[ $PHASE == untrusted ]]; then
 	new=$(mokutil --list-new 2>&1 | grep -m1 -i 'Subject:')
 	note "mokutil --import: exit $irc ${imp:+($imp)}; --list-new: ${new:-nothing}"
 	if ((irc == 0)) && [[ -n $new ]]; then t_pass; else t_fail "mokutil --import exit $irc: $imp"; fi
+	t_start "$K sb untrusted: rxe-kvfix status with the key queued: still REFUSED (exit 1), says to reboot into MokManager"
+	if kvfix_says 1 pending "is queued for enrolment but not enrolled yet"; then t_pass; else t_fail "see the lines above"; fi
 	exit 0
 fi
 
@@ -127,6 +182,13 @@ note "mokutil --test-key: $tk"
 note "dmesg: ${mline:-no line loading '$cn'}"
 note "/proc/keys: ${machine:-no .machine keyring}"
 if [[ $tk == *"is already enrolled"* && -n $mline && -n $machine ]]; then t_pass; else t_fail "test-key '$tk'; dmesg '${mline:-none}'"; fi
+
+t_start "$K sb trusted: rxe-kvfix status: $K fixed (exit 0), the key enrolled, nothing refused"
+if kvfix_says 0 enrolled "rxe-kvfix " && [[ $(jv kernels 0 verdict <"$OUT/kvfix-status-trusted-0.json") == fixed ]]; then
+	t_pass
+else
+	t_fail "see the lines above"
+fi
 
 t_start "$K sb trusted: modprobe rdma_rxe loads rxe-kvfix and makes an rxe device"
 dmesg -C
