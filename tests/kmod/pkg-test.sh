@@ -3,7 +3,7 @@
 # the scriptlet's text from the spec (packaging/rpm/rxe-kvfix.spec.in with META's version,
 # expanded by rpmspec -P with %{_prefix} pointing at a copy whose rxe-kvfix is this
 # checkout's), run by sh with $1 = 0 in a mount namespace (tmpfs over /run, with
-# /run/systemd/system, and over /var, holding a record, a fetched source with its
+# /run/systemd/system, and over /var/lib and /var/cache, holding a record, a fetched source with its
 # .provenance, one put there by hand and a memo) with FAKE systemctl and dkms first on
 # PATH that record their calls. systemd lists a pending rxe-kvfix-fetch@ unit:
 #   - the unit is stopped, before DKMS unregisters the module (issue 61 item 4: else it
@@ -71,7 +71,8 @@ out=$(
 	# shellcheck disable=SC2016 # expanded by the inner bash
 	unshare -m bash -c 'set -e
 		mount -t tmpfs none /run && mkdir -p /run/systemd/system
-		mount -t tmpfs none /var && mkdir -p /var/lib/rxe-kvfix/status /var/cache/rxe-kvfix/sources/.memo
+		mount -t tmpfs none /var/lib && mount -t tmpfs none /var/cache
+		mkdir -p /var/lib/rxe-kvfix/status /var/cache/rxe-kvfix/sources/.memo
 		echo state=deferred >"/var/lib/rxe-kvfix/status/$2"
 		cd /var/cache/rxe-kvfix/sources
 		touch fetched.tar.xz fetched.tar.xz.provenance byhand.tar.xz .memo/part
