@@ -155,11 +155,15 @@ else
 	t_skip "fetch: a truncated .deb in the cache" "apt-get download linux-source-$XY=$KDEB failed in this root (no archive reachable)"
 fi
 # F4. a version the archive does not serve: a kernel "9.9.9-rxetest" whose headers
-# package (made here) says 9.9.9-1; prepare itself, no DKMS
+# package (made here) says 9.9.9-1; prepare itself, no DKMS. With archive=never: the
+# archive of record has its own cases against a simulated snapshot archive on
+# 127.0.0.1 (in-root-fetch.sh); this one must not ask a real snapshot service.
 t_fake_headers_deb 9.9.9-rxetest 9.9.9-1
+printf 'archive=never\n' >/tmp/rxe-kvfix-archive-never.conf
 expect "fetch: a version the archive does not serve: refused with the line" fail \
 	"the archive this host's apt knows serves neither linux-source-9.9=9.9.9-1 nor the source package linux 9.9.9-1; put the kernel's source tarball in $CACHE/ as linux-9.9.9.tar.xz" \
-	"$PREP" --out /tmp/out9 9.9.9-rxetest
+	env RXE_KVFIX_CONF=/tmp/rxe-kvfix-archive-never.conf "$PREP" --out /tmp/out9 9.9.9-rxetest
+rm -f /tmp/rxe-kvfix-archive-never.conf
 dpkg -P linux-headers-9.9.9-rxetest >/dev/null
 rmdir "$CACHE" 2>/dev/null || true
 unhide "$TARBALL"
