@@ -19,9 +19,12 @@ REPO=$(cd "$HERE/../../.." && pwd)
 
 TMP=$(mktemp -d)
 churn=''
+# the churn loop ends by itself once $TMP/stop exists (a kill would end the loop's
+# shell and leave its mkdir running, which could make build-churn again while rm
+# walks the tree: "Directory not empty")
 cleanup() {
-	[[ -z $churn ]] || kill "$churn" 2>/dev/null || true
-	wait 2>/dev/null || true
+	touch "$TMP/stop"
+	[[ -z $churn ]] || wait "$churn" 2>/dev/null || true
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -37,7 +40,7 @@ nfiles=$(cd "$TMP/src" && find . -path ./build -prune -o -path ./results -prune 
 }
 (
 	cd "$TMP/src"
-	while :; do
+	while [[ ! -e $TMP/stop ]]; do
 		mkdir -p build-churn/a && touch build-churn/a/b
 		rm -rf build-churn
 	done
