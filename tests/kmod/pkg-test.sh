@@ -24,7 +24,7 @@ export RXE_PROG
 t_suite kmod-pkg
 
 t_no_args "Usage: tests/kmod/pkg-test.sh   (host only: root, unshare, rpmspec)" "$@"
-# under /tmp: the namespace hides /var
+# under /tmp: the namespace replaces /var/lib and /var/cache
 TMPDIR=/tmp t_workdir pkg
 
 NAME="RPM %preun on erase: a pending rxe-kvfix-fetch@ unit stopped before dkms remove; records and fetched sources gone, hand-put file kept"
