@@ -30,7 +30,8 @@ def verdict(ratios):
     the measured spread would need to decide against 1 - RESOLUTION."""
     iv = ratio_interval(ratios, 1.0 - RESOLUTION, at_least=True)
     n = iv["n"]
-    d = {"n": n, "geomean": iv["geomean"], "lo": iv["lo"], "hi": iv["hi"], "pairs_needed": None}
+    d = {"n": n, "geomean": iv["geomean"], "lo": iv["lo"], "hi": iv["hi"], "pairs_needed": None,
+         "at_limit": False}
     if n < 2:
         d["verdict"] = f"undecided at {n} pairs"
         d["why"] = "an interval needs two pairs"
@@ -46,6 +47,7 @@ def verdict(ratios):
     else:
         d["verdict"] = f"undecided at {n} pairs"
         d["pairs_needed"] = iv["pairs_needed"]
+        d["at_limit"] = iv["at_limit"]
         d["why"] = (f"the 95 % interval holds 1.0 and reaches below {1 - RESOLUTION:.2f}"
                     + (f": about {iv['pairs_needed']} pairs would decide it" if iv["pairs_needed"] else ""))
     return d
@@ -168,6 +170,53 @@ def collect(d):
     return {"cells": out, "pairs": pairs}
 
 
+def needed(c):
+    """An undecided cell -> what would decide it: the larger of its operations' pair counts
+    at the measured spread ('' when decided, or when no count can be given)."""
+    ds = [c[f"{op}_ratio"] for op in ("write", "read") if c[f"{op}_ratio"]["verdict"].startswith("undecided")]
+    if not c["verdict"].startswith("undecided") or not ds:
+        return ""
+    if any(d.get("at_limit") for d in ds):
+        return "the estimate sits on the 0.95 limit: no feasible run decides it"
+    ns = [d["pairs_needed"] for d in ds]
+    return f"about {max(ns)} pairs would decide it" if all(ns) else ""
+
+
+def spread(c):
+    """A cell's run-to-run spread: the widest (max/min - 1) of its four per-run series."""
+    w = [s["max"] / s["min"] - 1 for m in ("stock_MiBps", "fixed_MiBps") for s in c[m].values() if s and s["min"]]
+    return max(w, default=None)
+
+
+def shows(dp):
+    """What the table shows, in words computed from its figures (the page's reader's line)."""
+    cells = dp["cells"]
+    ratio_cells = [c for c in cells if c["write_ratio"]["geomean"] is not None or c["read_ratio"]["geomean"] is not None]
+    if not ratio_cells:
+        return "no cell has a ratio: stock registered none of the sizes it was compared at."
+    g = [c[f"{op}_ratio"]["geomean"] for c in ratio_cells for op in ("write", "read") if c[f"{op}_ratio"]["geomean"]]
+    costs = [c for c in cells if c["verdict"].startswith("costs")]
+    nocost = [c for c in cells if c["verdict"].startswith("no measurable cost")]
+    und = [c for c in cells if c["verdict"].startswith("undecided")]
+    sp = [x for x in (spread(c) for c in cells) if x is not None]
+    out = [f"the geometric means of rxe-kvfix/stock lie between {min(g):.2f} and {max(g):.2f} over "
+           f"{len(ratio_cells)} cells × WRITE and READ"]
+    if costs:
+        out.append("a cost shows in " + ", ".join(f"{c['size_text']} {c['allocator']} ({c['verdict']})" for c in costs))
+    else:
+        out.append("no cell's interval lies wholly under 1.0: no cost is shown")
+    if nocost:
+        out.append("no measurable cost (under 5 %) in " + ", ".join(f"{c['size_text']} {c['allocator']}" for c in nocost))
+    if und:
+        out.append("undecided: " + "; ".join(f"{c['size_text']} {c['allocator']} at {c['write_ratio']['n']} pairs"
+                                              + (f" ({needed(c)})" if needed(c) else "") for c in und))
+    if sp:
+        out.append(f"the fastest of one configuration's runs is up to {1 + max(sp):.1f}× its slowest in this guest "
+                   "(QEMU TCG on a 2-core host), far more than any difference between the modules, so a cost "
+                   "within that spread needs the pair counts above to be told from none")
+    return "; ".join(out) + "."
+
+
 def targets(res):
     dp = res.get("data_path")
     t = ("data path: rxe-kvfix/stock bandwidth over the same MR, WRITE and READ, per size × page array "
@@ -229,8 +278,11 @@ def section(res, p):
           + (f" (stock refused {c['stock_refused']})" if c["stock_refused"] else "") + " | "
           f"{fmt_mibs(c['stock_MiBps']['write'])} | {fmt_mibs(c['fixed_MiBps']['write'])} | {fmt_iv(c['write_ratio'])} | "
           f"{fmt_mibs(c['stock_MiBps']['read'])} | {fmt_mibs(c['fixed_MiBps']['read'])} | {fmt_iv(c['read_ratio'])} | "
-          f"**{c['verdict']}**" + (f" ({c['stock_vmalloc']} stock runs showed a vmalloc array!)" if c["stock_vmalloc"] else "")
+          f"**{c['verdict']}**" + (f" ({needed(c)})" if needed(c) else "")
+          + (f" ({c['stock_vmalloc']} stock runs showed a vmalloc array!)" if c["stock_vmalloc"] else "")
           + " |")
+    p("")
+    p(f"*What it shows:* {shows(dp)[0].upper()}{shows(dp)[1:]}")
     p("")
     p("Per pair (MiB/s WRITE / READ; the allocator each run's watch saw; stock split: the same region as "
       "several MRs, run where stock could not register one):")

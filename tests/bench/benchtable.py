@@ -113,6 +113,12 @@ def read_notes(path):
     return notes, run
 
 
+def mod_text(m):
+    """A module's file and version as the guest recorded it, or why there is none (bench.sh
+    before 2026-12-08 recorded rxe-kvfix's in the registration part only)."""
+    return f"`{m}`" if m else "not recorded"
+
+
 def markdown(res, plots, notes_path):
     env, reg, frag = res["environment"], res["registration"], res["fragmented"]
     bwp = res.get("bandwidth_pairs")
@@ -205,9 +211,12 @@ def markdown(res, plots, notes_path):
     p(f"| guest | {env.get('guest_mem')} memory, {env.get('guest_cpus')} vCPUs |")
     if runs:
         p("| host load, host CPU, when, commit | per part, in the table at the top |")
-        mods = {(r.get("stock_module"), r.get("fixed_module")): r for r, _ in boots(runs)}
-        p("| modules | " + "; ".join(f"stock: `{sm}`; rxe-kvfix: `{fm}`" + (f" (the boot of {r.get('date_start')})" if len(mods) > 1 else "")
-                                     for (sm, fm), r in mods.items()) + " |")
+        mods = {}
+        for r, _ in boots(runs):
+            mods.setdefault((r.get("stock_module"), r.get("fixed_module")), []).append(str(r.get("date_start")))
+        p("| modules | " + "; ".join(f"stock: {mod_text(sm)}; rxe-kvfix: {mod_text(fm)}"
+                                     + (f" (the boot{'s' if len(ds) > 1 else ''} of {', '.join(ds)})" if len(mods) > 1 else "")
+                                     for (sm, fm), ds in mods.items()) + " |")
     else:
         p(f"| host load (1/5/15 min) | start {env['host_loadavg'].get('start')}, end {env['host_loadavg'].get('end')}; "
           + (f"1-minute load sampled every 5 s: median {hl['median']:.2f}, {hl['min']:.2f}–{hl['max']:.2f}" if hl else "not sampled")
@@ -220,7 +229,7 @@ def markdown(res, plots, notes_path):
           + (f"defaults {ps['defaults']:.0f} s, " if ps.get("defaults") else "")
           + f"fragmented {ps.get('fragmented') or 0:.0f} s) |")
         p(f"| when, commit | {env.get('date_start')} – {env.get('date_end')}, {env.get('commit')} |")
-        p(f"| modules | stock: `{env.get('stock_module')}`; rxe-kvfix: `{env.get('fixed_module')}` |")
+        p(f"| modules | stock: {mod_text(env.get('stock_module'))}; rxe-kvfix: {mod_text(env.get('fixed_module'))} |")
     p("")
 
     # ------------------------------------------------------------------ registration

@@ -172,6 +172,16 @@ class Collect(unittest.TestCase):
         self.assertIn("| 256 MiB | kmalloc | as booted | 4 |", page)
         self.assertIn("**stock could not register (2 of 2 pairs)**", page)
         self.assertIn("vmalloc (rxe_mr_init_user, 2052 KiB)", page)
+        # what it shows, computed from the figures: the cost named, the undecided cell with
+        # the pairs that would decide it, the run-to-run spread
+        self.assertRegex(page, r"\*\*undecided at 3 pairs\*\* \((about \d+ pairs would decide it|the estimate sits "
+                               r"on the 0\.95 limit: no feasible run decides it)\)")
+        shows = [x for x in page.splitlines() if x.startswith("*What it shows:* The geometric means")]
+        self.assertEqual(len(shows), 1, page)
+        self.assertIn("a cost shows in 256 MiB kmalloc (costs 10", shows[0])
+        self.assertIn("no measurable cost (under 5 %) in 512 MiB vmalloc", shows[0])
+        self.assertRegex(shows[0], r"undecided: 1 GiB kmalloc at 3 pairs")
+        self.assertRegex(shows[0], r"is up to \d+\.\d× its slowest")
         self.assertIn("| fragmented | 512 MiB | 1 | **fail: errno 12 (fragmentation)** | none: not registered | "
                       "57.8 / 63.6 (2 MRs) | kmalloc | 58.7 / 64.5 | vmalloc (rxe_mr_init_user, 2052 KiB) |", page)
         # the summary (what git keeps) renders the same page

@@ -142,6 +142,9 @@ mod_load() {
 			echo "bench: modprobe rdma_rxe did not give rxe-kvfix ($(modinfo -n rdma_rxe 2>&1))" >&2
 			return 1
 		}
+		# which module every part's rxe-kvfix figures are of, whichever part loads it first
+		grep -q '^fixed_module=' "$ENV_FILE" ||
+			kv fixed_module "$(modinfo -n rdma_rxe) $(cat /sys/module/rdma_rxe/version)"
 	fi
 	(rxe_dummy_up rxe0 d0 10.77.0.1/24) >/dev/null 2>&1 || {
 		echo "bench: rxe0 did not come up on $1" >&2
@@ -265,7 +268,6 @@ ab_rounds() {
 			t_fail "$(head -c 300 "$OUT/$part-round-$rr.err")"
 			continue
 		fi
-		[[ $part != reg || $r -gt 2 || $mod != fixed ]] || kv fixed_module "$(modinfo -n rdma_rxe) $(cat /sys/module/rdma_rxe/version)"
 		[[ $part != reg ]] || ktrace_start
 		files=()
 		for size in $sizes; do
