@@ -19,6 +19,8 @@
 #   - /dev/infiniband/uverbs0 made 0600: the user's run is device_access, not memlock
 # The boot check's unit (rxe-verify-boot.service, as installed in this root) states its
 # memlock: LimitMEMLOCK=infinity and no User= (root, which has CAP_IPC_LOCK besides).
+# On rxe-kvfix, as root, the fault table's rows on real rxe: rxe-verify under the
+# LD_PRELOAD shim /usr/local/lib/rxv-shim.so (guest/shim.sh, tests/vm/shim/).
 # With ASAN_BINARY (rxe-verify built with -DRXV_SANITIZE=address,undefined), on
 # rxe-kvfix: 1 GiB + 16 B sampled, the full span of 256 MiB + 16 B, and a two-host run (serve and run both the
 # sanitizer build, in two namespaces) with no sanitizer report.
@@ -27,6 +29,8 @@ set -uo pipefail
 usage() { echo "Usage: nonroot.sh KERNELRELEASE [ASAN_BINARY]"; }
 # shellcheck source=tests/vm/guest/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/vm/guest/shim.sh
+. "$(dirname "${BASH_SOURCE[0]}")/shim.sh"
 rxe_guest_main vm-nonroot 1 2 "$@"
 K=$1 ASAN=${2:-}
 U=rxeuser
@@ -225,6 +229,8 @@ for PHASE in stock fixed; do
 			fi
 		done
 	fi
+	# the fault table's rows on real rxe, through the libibverbs shim (as root)
+	[[ $PHASE != fixed ]] || shim_rows "$K"
 	rxe_dummy_down rxe0 d0
 	unload_phase "$K" "$PHASE" nonroot
 done
