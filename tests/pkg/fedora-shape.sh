@@ -19,6 +19,13 @@
 #   - Fedora's dkms kernel-install plugin (40-dkms.install runs
 #     `dkms kernel_postinst --kernelver REL`, as Fedora's dkms package ships it;
 #     Debian's calls /etc/kernel/postinst.d/dkms instead);
+#   - Fedora's DKMS configuration (simulated: written to do what Fedora's dkms package
+#     does, docs/lifecycle.md): its %install edits framework.conf to
+#     modprobe_on_install="true" and post_transaction="dracut --regenerate-all --force";
+#     dkms.service (upstream's: `dkms autoinstall --kernelver %v` at boot) installed and
+#     enabled; /usr/bin/dracut a counting stand-in (no dracut in the build roots): each
+#     call appends one line to /var/log/rxe-kvfix-dracut-calls.log and exits 0; what is
+#     measured is how often DKMS and our scripts call it, not dracut;
 #   - Fedora's systemd packaging policy (tests/pkg/fedora-shaped/, written for these
 #     tests after reading systemd's sources): the preset policy ending in `disable *`
 #     (99-default-disable.preset), /usr/lib/systemd/systemd-update-helper, which
@@ -248,6 +255,38 @@ FS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fedora-shaped
 install -D -m 0644 "$FS/99-default-disable.preset" "$MNT/usr/lib/systemd/system-preset/99-default-disable.preset"
 install -D -m 0755 "$FS/systemd-update-helper" "$MNT/usr/lib/systemd/systemd-update-helper"
 install -D -m 0644 "$FS/macros.systemd" "$MNT/usr/lib/rpm/macros.d/macros.systemd"
+# 6. Fedora's DKMS configuration, simulated (see the top): framework.conf as Fedora's
+# dkms.spec leaves it, dkms.service enabled, dracut a counting stand-in
+sed -i -e 's/^# *modprobe_on_install=.*/modprobe_on_install="true"/' \
+	-e 's/^# *post_transaction=.*/post_transaction="dracut --regenerate-all --force"/' "$MNT/etc/dkms/framework.conf"
+if ! grep -q '^post_transaction="dracut --regenerate-all --force"$' "$MNT/etc/dkms/framework.conf" ||
+	! grep -q '^modprobe_on_install="true"$' "$MNT/etc/dkms/framework.conf"; then
+	echo "fedora-shape: the root's /etc/dkms/framework.conf has no post_transaction/modprobe_on_install lines to set" >&2
+	exit 1
+fi
+cat >"$MNT/usr/lib/systemd/system/dkms.service" <<EOF
+# $LABEL: DKMS's boot unit, written to do what upstream's dkms.service.in does
+[Unit]
+Description=DKMS: modules built and installed for the booted kernel (simulated)
+Before=network-pre.target graphical.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=true
+ExecStart=/usr/sbin/dkms autoinstall --verbose --kernelver %v
+
+[Install]
+WantedBy=multi-user.target
+EOF
+mkdir -p "$MNT/etc/systemd/system/multi-user.target.wants"
+ln -sfn /usr/lib/systemd/system/dkms.service "$MNT/etc/systemd/system/multi-user.target.wants/dkms.service"
+cat >"$MNT/usr/bin/dracut" <<'EOF'
+#!/bin/sh
+# Fedora-shaped (simulated): a counting stand-in for dracut, not dracut. One line per
+# call (time, arguments) in /var/log/rxe-kvfix-dracut-calls.log; no initramfs is made.
+printf '%s %s\n' "$(date +%s.%N)" "$*" >>/var/log/rxe-kvfix-dracut-calls.log
+EOF
+chmod 0755 "$MNT/usr/bin/dracut"
 printf '%s\n' "$LABEL" >"$STATE/label"
 printf 'kernels=%s staged=%s unaffected=%s srpms=%s\n' "${KERNELS[*]}" "${STAGE[*]}" "${UNAFF#*:}" \
 	"$(find "$MNT/var/cache/rxe-kvfix/sources" -name 'kernel-*.src.rpm' -printf '%f ' 2>/dev/null)" | tee "$STATE/made"

@@ -19,6 +19,10 @@
 #   lc_begin / lc_end STEP VERSION BUILDS RC OUTPUT: the same around a command the
 #       caller runs itself
 #   lc_units STEP WANT UNIT...    systemctl is-enabled of each UNIT is WANT
+# Under Fedora's DKMS configuration (the Fedora-shaped root: post_transaction runs
+# dracut, a counting stand-in there, tests/pkg/fedora-shape.sh), lc_end adds a line
+# "lifecycle FAMILY: STEP: at most one initramfs regeneration" that passes when the
+# step called dracut at most once; the count and the step's seconds follow.
 # Results: testlib lines; LC_OUT holds the last CMD's output.
 
 LC_FAMILY='' LC_OUT=''
@@ -74,8 +78,13 @@ lc__audit() {
 # lc_begin: the kernels' records before a step (lc_end checks after it)
 declare -gA LC_BEFORE=()
 LC_T0=0
+# the dracut stand-in's log (Fedora-shaped root only) and its length at lc_begin
+LC_DRACUT_LOG=/var/log/rxe-kvfix-dracut-calls.log LC_DRACUT0=-
+lc__dracut_calls() { if [[ -f $LC_DRACUT_LOG ]]; then wc -l <"$LC_DRACUT_LOG"; else echo 0; fi; }
 lc_begin() {
 	local spec
+	LC_DRACUT0=-
+	! grep -qs 'counting stand-in' /usr/bin/dracut || LC_DRACUT0=$(lc__dracut_calls)
 	LC_BEFORE=()
 	for spec in "${LC_KERNELS[@]}"; do LC_BEFORE[${spec%%:*}]=$(lc__stamp "${spec%%:*}"); done
 	LC_T0=$(date +%s.%N)
@@ -112,6 +121,19 @@ lc_end() {
 	((built == builds)) || bad+=" $built builds, expected $builds;"
 	if [[ -z $bad ]]; then t_pass; else t_fail "${bad# }"; fi
 	echo "     $figures $built builds, $classified classified as not needing the fix"
+	[[ $LC_DRACUT0 == - ]] || lc__regenerations "$step"
+}
+
+# lc__regenerations STEP: the line on the dracut calls since lc_begin (at most one)
+lc__regenerations() {
+	local n secs
+	n=$(($(lc__dracut_calls) - LC_DRACUT0))
+	secs=$(awk -v a="$LC_T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	t_start "lifecycle $LC_FAMILY: $1: at most one initramfs regeneration (Fedora's DKMS configuration, simulated)"
+	# shellcheck disable=SC2034 # read by t_pass/t_fail (vmhost/common.sh)
+	T_T0=$LC_T0
+	if ((n <= 1)); then t_pass; else t_fail "$n initramfs regenerations (dracut called $n times)"; fi
+	echo "     $n regenerations ($(tail -n "$n" "$LC_DRACUT_LOG" 2>/dev/null | cut -d' ' -f2- | sort | uniq -c | sed 's/^ *//' | tr '\n' ';')) in $secs s"
 }
 
 lc_step() {
