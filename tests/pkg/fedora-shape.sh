@@ -22,8 +22,8 @@
 #   - Fedora's DKMS configuration (simulated: written to do what Fedora's dkms package
 #     does, docs/lifecycle.md): its %install edits framework.conf to
 #     modprobe_on_install="true" and post_transaction="dracut --regenerate-all --force";
-#     dkms.service (upstream's: `dkms autoinstall --kernelver %v` at boot) installed and
-#     enabled; /usr/bin/dracut a counting stand-in (no dracut in the build roots): each
+#     dkms.service (upstream's: `dkms autoinstall --kernelver %v` at boot) installed,
+#     enabled with --dkms-service; /usr/bin/dracut a counting stand-in (no dracut in the build roots): each
 #     call appends one line to /var/log/rxe-kvfix-dracut-calls.log and exits 0; what is
 #     measured is how often DKMS and our scripts call it, not dracut;
 #   - Fedora's systemd packaging policy (tests/pkg/fedora-shaped/, written for these
@@ -33,7 +33,7 @@
 #     /usr/lib/rpm/macros.d/macros.systemd (the RPMs the tests install are built
 #     with the same file: packaging/build-rpm --macros).
 #
-#   fedora-shape.sh [--stage REL]... [--unaffected TRIXIE_ROOT:REL] [--no-srpm] MNT
+#   fedora-shape.sh [--stage REL]... [--unaffected TRIXIE_ROOT:REL] [--no-srpm] [--dkms-service] MNT
 #
 # --stage REL     REL's build tree is kept aside in /var/lib/rxe-kvfix-fedora-shape/
 #                 kernel-devel/REL (kernel-devel not yet installed); the upgrade step
@@ -42,6 +42,9 @@
 #                 root's 6.12.113, which does not need the fix): its build tree, kbuild
 #                 tools, the modules rdma_rxe needs and a source RPM of its source
 # --no-srpm       make no source RPMs (the negative case)
+# --dkms-service  dkms.service enabled (multi-user.target), as on a Fedora host whose
+#                 dkms runs it at boot (whether Fedora's preset list enables it was not
+#                 verified); without, installed only
 # MNT must be an overlay of the sid root with proc/sys/dev mounted; run as root.
 set -euo pipefail
 
@@ -52,7 +55,7 @@ usage() { sed -n '/^#   fedora-shape.sh/,/^# MNT must/p' "${BASH_SOURCE[0]}" | s
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/testlib.sh"
 readonly LABEL="Fedora-shaped (simulated: Debian kernel, DKMS's Fedora code path, Fedora's file layout)"
 
-STAGE=() UNAFF='' SRPMS=1 MNT=''
+STAGE=() UNAFF='' SRPMS=1 MNT='' DKMS_SERVICE=0
 while (($#)); do
 	case $1 in
 	--stage)
@@ -73,6 +76,10 @@ while (($#)); do
 		;;
 	--no-srpm)
 		SRPMS=0
+		shift
+		;;
+	--dkms-service)
+		DKMS_SERVICE=1
 		shift
 		;;
 	-h | --help)
@@ -256,7 +263,7 @@ install -D -m 0644 "$FS/99-default-disable.preset" "$MNT/usr/lib/systemd/system-
 install -D -m 0755 "$FS/systemd-update-helper" "$MNT/usr/lib/systemd/systemd-update-helper"
 install -D -m 0644 "$FS/macros.systemd" "$MNT/usr/lib/rpm/macros.d/macros.systemd"
 # 6. Fedora's DKMS configuration, simulated (see the top): framework.conf as Fedora's
-# dkms.spec leaves it, dkms.service enabled, dracut a counting stand-in
+# dkms.spec leaves it, dkms.service (enabled with --dkms-service), dracut a counting stand-in
 sed -i -e 's/^# *modprobe_on_install=.*/modprobe_on_install="true"/' \
 	-e 's/^# *post_transaction=.*/post_transaction="dracut --regenerate-all --force"/' "$MNT/etc/dkms/framework.conf"
 if ! grep -q '^post_transaction="dracut --regenerate-all --force"$' "$MNT/etc/dkms/framework.conf" ||
@@ -278,8 +285,10 @@ ExecStart=/usr/sbin/dkms autoinstall --verbose --kernelver %v
 [Install]
 WantedBy=multi-user.target
 EOF
-mkdir -p "$MNT/etc/systemd/system/multi-user.target.wants"
-ln -sfn /usr/lib/systemd/system/dkms.service "$MNT/etc/systemd/system/multi-user.target.wants/dkms.service"
+if ((DKMS_SERVICE)); then
+	mkdir -p "$MNT/etc/systemd/system/multi-user.target.wants"
+	ln -sfn /usr/lib/systemd/system/dkms.service "$MNT/etc/systemd/system/multi-user.target.wants/dkms.service"
+fi
 cat >"$MNT/usr/bin/dracut" <<'EOF'
 #!/bin/sh
 # Fedora-shaped (simulated): a counting stand-in for dracut, not dracut. One line per

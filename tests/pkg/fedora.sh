@@ -132,7 +132,7 @@ rxe_overlay_mount "$lower" "$MNT"
 rxe_kbuild_ccache_mount "$MNT"
 t0=$SECONDS
 t_start "Fedora-shaped root made from the sid root: os-release fedora 44, no linux-source, /usr/src/kernels, source RPMs"
-if out=$("$HERE/fedora-shape.sh" --stage "$B" "${unaff[@]}" "$MNT" 2>&1); then
+if out=$("$HERE/fedora-shape.sh" --stage "$B" --dkms-service "${unaff[@]}" "$MNT" 2>&1); then
 	t_pass
 	echo "     $(tail -n1 <<<"$out") ($((SECONDS - t0)) s)"
 else
