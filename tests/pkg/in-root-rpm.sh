@@ -142,7 +142,9 @@ check_kernels() { # VER REL:EXPECT...
 
 # the base: Provides for every requirement of our RPMs, each checked here; dkms at
 # the version of the root's own DKMS (BASE_DKMS: another, for the floor's test), so
-# that rpm, not this function, judges a versioned requirement
+# that rpm, not this function, judges a versioned requirement. BASE_SYSTEM_ONLY=1: only
+# what every Fedora install has (bash, glibc, libstdc++, libgcc, systemd), none of the
+# packages README's dnf install line adds
 make_base() {
 	local rpms=("$@") r cap ok prov=() lib node d dv
 	while read -r r; do
@@ -151,6 +153,10 @@ make_base() {
 		case $cap in
 		rpmlib\(*) continue ;; # rpm itself
 		config\(*) continue ;; # the package's own
+		/* | rtld* | libc.so* | libm.so* | libstdc++.so* | libgcc_s.so* | systemd) ;;
+		*) [[ -z ${BASE_SYSTEM_ONLY:-} ]] || continue ;;
+		esac
+		case $cap in
 		/*) [[ -e $cap ]] && ok=1 ;;
 		rtld\(GNU_HASH\)) [[ -e /lib64/ld-linux-x86-64.so.2 ]] && ok=1 ;;
 		lib*.so*)
@@ -178,7 +184,7 @@ make_base() {
 	mkdir -p /tmp/base/SPECS
 	{
 		printf 'Name: fedora-shaped-base\nVersion: 44\nRelease: 1\nSummary: %s\nLicense: MIT\nBuildArch: noarch\n' \
-			"capabilities of the Fedora-shaped root, provided by its Debian packages"
+			"stand-in (simulated): the Fedora packages of this root, which are Debian's here${BASE_SYSTEM_ONLY:+ (only what every Fedora install has)}"
 		printf 'Provides: %s\n' "${prov[@]}"
 		printf '%%description\nWhat rpm needs to know of the Debian packages in this root.\n%%files\n'
 	} >/tmp/base/SPECS/base.spec
@@ -265,11 +271,35 @@ install)
 		t_fail "$b $(logtail)"
 	fi
 	rm -rf /tmp/base
+	# README's prerequisites missing (only what every Fedora install has is provided):
+	# rpm itself refuses, naming each package README's dnf install line adds
+	# shellcheck disable=SC2016 # README's literal $(uname -r)
+	readme=$(sed -n 's/^    dnf install //p' "$SRC/README.md" | head -n1 | sed 's/kernel-devel-\$(uname -r)/kernel-devel/')
+	t_start "$F: rpm -i without README's prerequisites (simulated: only bash, glibc, systemd provided): refused with rpm's Failed dependencies naming $readme; nothing installed"
+	rc=0 needed='' want=''
+	if b=$(BASE_SYSTEM_ONLY=1 make_base "${rpms[@]}"); then
+		run rpm -i "${rpms[@]}" || rc=$?
+		# each "CAPABILITY is needed by PACKAGE" line, a library by its package's name
+		needed=$(sed -n 's/^[[:space:]]*\([^ ]*\).* is needed by .*/\1/p' <<<"$OUT" | sed -E 's/^(lib[^.]*)\.so\..*/\1/' | sort -u | tr '\n' ' ')
+		want=$(tr ' ' '\n' <<<"$readme" | sed '/^$/d' | sort -u | tr '\n' ' ')
+		# README names rxe-verify's library too: without that package, all but it
+		[[ $(printf '%s\n' "${rpms[@]}") == *rxe-verify-* ]] || want=$(tr ' ' '\n' <<<"$want" | grep -vx libibverbs | sed '/^$/d' | tr '\n' ' ')
+		if ((rc != 0)) && grep -q 'Failed dependencies' <<<"$OUT" && [[ -n $want && $needed == "$want" ]] &&
+			! rpm -q "$M-dkms" >/dev/null 2>&1 && ! rpm -q rxe-verify >/dev/null 2>&1 &&
+			[[ ! -e /var/lib/dkms/$M && -z $(compgen -G "/usr/src/$M-*") && ! -e /usr/bin/rxe-verify ]]; then
+			t_pass
+			echo "     rpm (exit $rc) names: $needed"
+		else
+			t_fail "exit $rc; rpm named '${needed% }', README's line '${want% }': $(logtail)"
+		fi
+		run rpm -e fedora-shaped-base || true
+	else
+		t_fail "$b $(logtail)"
+	fi
+	rm -rf /tmp/base
 	# README's list must name every package our RPMs require (a library by its package:
 	# libibverbs.so.1 is Fedora's libibverbs), but for what every Fedora install has
 	# (systemd, glibc, libstdc++, libgcc); then the base provides each as the root has it
-	# shellcheck disable=SC2016 # README's literal $(uname -r)
-	readme=$(sed -n 's/^    dnf install //p' "$SRC/README.md" | head -n1 | sed 's/kernel-devel-\$(uname -r)/kernel-devel/')
 	t_start "$F: README's dnf install $readme names every package our RPMs require; simulated: fedora-shaped-base provides them, each checked against the root"
 	missing='' unnamed='' b=''
 	for c in $(rpm -qpR "${rpms[@]}" | awk '{print $1}' | sed -E 's/^(lib[^.]*)\.so\..*/\1/' | sort -u); do
