@@ -22,6 +22,8 @@
 #   5b. the life of 3. with dnf5 (Debian's) against a local repository (createrepo-c):
 #      dnf5 install, upgrade, upgrade to the Release-only update, reinstall,
 #      downgrade, remove (after 5: with dnf present, %post defers a missing source)
+#   5c. the Ansible role's RedHat path, chroot connection (tests/pkg/fedora-fleet.sh): facts
+#      RedHat, its dnf task installs the RPMs, DKMS builds A, verdict not_ready
 #   6. the source RPM from a dnf repository (dnf5, createrepo-c), fetched after
 #      the transaction by rxe-kvfix-fetch@.service in the root booted with
 #      systemd-nspawn; the repository unreachable; the boot repair
@@ -173,13 +175,17 @@ if step install /root/rpms "${specA[@]}"; then
 	# 5b. the same life with dnf5 (Debian's, sid) against a local repository; the
 	# source RPMs in the cache for it, as README tells an offline host to put them
 	t=$SECONDS
-	if out=$(rxe_chroot_run "$MNT" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q dnf5 createrepo-c 2>&1); then
-		echo "     dnf5 and createrepo-c installed in the root: $((SECONDS - t)) s"
+	if out=$(rxe_chroot_run "$MNT" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q dnf5 createrepo-c python3-dnf 2>&1); then
+		echo "     dnf5, createrepo-c and python3-dnf (the Ansible role's dnf task) installed in the root: $((SECONDS - t)) s"
 		cp "$MNT"/srv/rxe-srpms/kernel-*.src.rpm "$MNT/var/cache/rxe-kvfix/sources/"
 		step lifecycle-dnf lifecycle dnf /root/rpms /root/rpms-bump /root/rpms-release "${specAll[@]}" || true
+		# 5c. the Ansible role's RedHat path (its dnf task: python3-dnf) on this root
+		t=$SECONDS
+		"$HERE/fedora-fleet.sh" "$MNT" "$MNT/root/rpms" "$A" || rc=1
+		echo "--- Fedora-shaped ansible: $((SECONDS - t)) s"
 		rm -f "$MNT"/var/cache/rxe-kvfix/sources/kernel-*.src.rpm
 	else
-		t_fail "$F: the life with dnf5: setup" "apt-get install dnf5 createrepo-c: $(tail -n2 <<<"$out" | tr '\n' ' ')"
+		t_fail "$F: the life with dnf5: setup" "apt-get install dnf5 createrepo-c python3-dnf: $(tail -n2 <<<"$out" | tr '\n' ' ')"
 		rc=1
 	fi
 	# 6. B's source RPM from a dnf repository, outside the transaction
