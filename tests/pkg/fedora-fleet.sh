@@ -18,7 +18,7 @@
 # What is simulated beside the root: /etc/fedora-release, /etc/redhat-release and
 # /etc/system-release as Fedora's fedora-release-common ships them (ansible reads them
 # before os-release), removed afterwards.
-# Cost: about 90 s (91 s measured 2026-12-08 on the shared host: the play 75 s, most of
+# Cost: about 100 s (91 and 109 s measured 2026-12-08 on the shared host: the play 75-98 s, most of
 # it the DKMS build of KERNEL in %post, the erase afterwards about 15 s).
 # Results: one testlib line (suite pkg-fedora).
 set -euo pipefail
