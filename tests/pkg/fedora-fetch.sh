@@ -32,6 +32,10 @@
 #      the signed copy is fetched (archive=koji); Koji's unsigned copy alone is
 #      refused; archive=never asks nothing of Koji and names a remedy that can
 #      succeed; the same failure in the same state is not tried again
+#   4e. a translated locale (de_DE.UTF-8 made in the root; Debian's dnf5 has German
+#      catalogs): dnf5 answers in German, the fetch still reads a broken third-party
+#      repository as such and fetches from the repository, and falls through to Koji's
+#      layout when the repository no longer indexes the build (about 10 s)
 #   4d. /tmp a 64 KiB tmpfs: the source RPM is unpacked on disk (/var/tmp)
 #   5. dnf5 remove of the kernel package: its %preun kernel-install remove exits 0,
 #      later plugins ran, rxe-kvfix's record and kept source of that kernel are gone
@@ -464,6 +468,68 @@ fi
 mv "$W/koji-signed" "$KP/data"
 mv "$W/indexed.src.rpm" "$SRC/kernel-$NVR.src.rpm"
 in_mnt createrepo_c -q --update "$R/source" >/dev/null
+in_ct dnf5 -q clean all >/dev/null 2>&1 || true
+
+# --- 4e. a translated locale: dnf5 answers in German -----------------------------
+# Debian's dnf5 and libdnf5 carry their German catalogs (libdnf5.mo translates
+# "Failed to download metadata", which the fetch matches to retry without the
+# repositories dnf cannot read); de_DE.UTF-8 is made here, in this overlay only,
+# from the host's locale sources. Debian's rpm has no German catalog, so rpmkeys
+# (whose "signatures OK" the Koji path reads) stays English here: the Koji line
+# below shows the fall-through still works in German, not rpm's translation.
+de=(env LANG=de_DE.UTF-8 LANGUAGE=de)
+printf '[rxe-third-party]\nname=a third party repository without metadata\nbaseurl=file:///srv/rxe-test-empty-repo\ngpgcheck=0\nskip_if_unavailable=False\n' \
+	>"$MNT/etc/yum.repos.d/rxe-third-party.repo"
+mkdir -p "$MNT/srv/rxe-test-empty-repo"
+t_start "$F: translated locale: de_DE.UTF-8 made in the root, dnf5 answers in German (its own catalogs)"
+i18n=/usr/share/i18n
+if [[ ! -f $MNT/usr/share/locale/de/LC_MESSAGES/libdnf5.mo ]]; then
+	t_fail "the root has no libdnf5.mo for de: the lines below could not fail"
+elif [[ ! -f $i18n/locales/de_DE ]]; then
+	t_fail "no locale sources on the host ($i18n/locales/de_DE): install locales on the host"
+elif ! { rm -rf "$MNT/root/i18n" && cp -a "$i18n" "$MNT/root/i18n" &&
+	err=$(in_mnt env I18NPATH=/root/i18n localedef -i de_DE -f UTF-8 de_DE.UTF-8 2>&1); }; then
+	t_fail "localedef de_DE.UTF-8: $(tail -n1 <<<"${err:-copy of $i18n failed}")"
+else
+	in_ct dnf5 -q clean all >/dev/null 2>&1 || true
+	ger=$(in_ct "${de[@]}" dnf5 download --srpm --destdir /var/tmp/rxe-de-probe "kernel-$UP" 2>&1 || true)
+	rm -rf "$MNT/var/tmp/rxe-de-probe"
+	if grep -q 'Herunterladen der Metadaten fehlgeschlagen' <<<"$ger" && ! grep -q 'Failed to download metadata' <<<"$ger"; then
+		t_pass
+		grep -m1 'Herunterladen der Metadaten' <<<"$ger" | sed -E 's#/srv/[^ ]*#<repo>#g' | cut -c1-200 | sed 's/^/     dnf5: /'
+	else
+		t_fail "dnf5 does not answer in German under LANG=de_DE.UTF-8: $(grep -v '^[[:space:]]*$' <<<"$ger" | tail -n2 | tr '\n' ' ' | cut -c1-300)"
+	fi
+fi
+t_start "$F: translated locale (LANG=de_DE.UTF-8 LANGUAGE=de) beside a broken third-party repository: rxe-kvfix-fetch --fedora still fetches kernel-$UP from the repository"
+in_ct dnf5 -q clean all >/dev/null 2>&1 || true
+rm -rf "$MNT/var/tmp/rxe-bad-cache"
+rc=0
+out=$(in_ct "${de[@]}" "$FETCH" --fedora --cache /var/tmp/rxe-bad-cache "$B" "$UP" 2>&1) || rc=$?
+if ((rc == 0)) && [[ -f $MNT/var/tmp/rxe-bad-cache/kernel-$UP.rxe.tar.xz ]] && grep -q 'ignored the repositories dnf5 could not read' <<<"$out"; then
+	t_pass
+else
+	t_fail "exit $rc: $(grep -E '^rxe-kvfix-fetch|fehlgeschlagen' <<<"$out" | tail -n2 | tr '\n' ' ' | sed -E 's#/srv/[^ ]*#<repo>#g' | cut -c1-400)"
+fi
+t_start "$F: translated locale, the repository no longer indexes kernel-$NVR, a broken third-party repository beside it: taken from Koji's package layout (simulated), archive=koji"
+mv "$SRC/kernel-$NVR.src.rpm" "$W/indexed.src.rpm"
+in_mnt createrepo_c -q --update "$R/source" >/dev/null
+in_ct dnf5 -q clean all >/dev/null 2>&1 || true
+rm -rf "$MNT$KC"
+koji_fetch_de() {
+	rc=0
+	out=$(in_ct "${de[@]}" "$FETCH" --fedora --cache "$KC" "$B" "$NVR" 2>&1) || rc=$?
+	prov=$(cat "$MNT$KC/kernel-$NVR.rxe.tar.xz.provenance" 2>/dev/null || true)
+}
+koji_fetch_de
+if ((rc == 0)) && grep -qx 'archive=koji' <<<"$prov" && grep -q 'signatures OK' <<<"$prov"; then
+	t_pass
+else
+	t_fail "exit $rc: $(grep '^rxe-kvfix-fetch' <<<"$out" | tail -n3 | tr '\n' ' ' | cut -c1-600)"
+fi
+mv "$W/indexed.src.rpm" "$SRC/kernel-$NVR.src.rpm"
+in_mnt createrepo_c -q --update "$R/source" >/dev/null
+rm -rf "$MNT$KC" "$MNT/var/tmp/rxe-bad-cache" "$MNT/srv/rxe-test-empty-repo" "$MNT/etc/yum.repos.d/rxe-third-party.repo" "$MNT/root/i18n"
 in_ct dnf5 -q clean all >/dev/null 2>&1 || true
 
 # --- 4d. /tmp a small tmpfs (Fedora's /tmp is one): the source RPM is unpacked on disk
