@@ -64,6 +64,48 @@ else
 	t_fail "$(tail -n2 <<<"$out" | tr '\n' ' ')"
 fi
 
+# Fedora's full layout (simulated, tests/pkg/fedora-full-srpm.sh): Source0 the whole
+# tree's linux-X.Y.Z.tar.xz (230 MiB; made once from the sid root's linux-source and
+# kept), a git-format redhat patch that changes rxe_verbs.c, adds rxe/rxe_fedora_full.h
+# (--- /dev/null) and changes the top Makefile; /tmp a 64 KiB tmpfs, as Fedora's /tmp is
+# one: prepare unpacks the source RPM under /var/tmp. /var/tmp's use by prepare's work
+# directory is sampled every 0.5 s. Cost: about 40 s warm (xz reads the whole tree),
+# plus the source RPM's making when not kept (fedora-full-srpm.sh says how long).
+t_start "prepare --srpm, Fedora's full layout (the whole tree's linux-$UP.tar.xz, a git-format redhat patch adding rxe/rxe_fedora_full.h), /tmp a 64 KiB tmpfs: rxe extracted under /var/tmp, the patch's rxe part applied, the added file in the module source"
+t0=$SECONDS
+if full=$("$REPO/tests/pkg/fedora-full-srpm.sh" "$(readlink -f "$lower/usr/src/linux-source-$XY.tar.xz")" "$UP" 2>"$W/full.err" | tail -n1) && [[ -f $full ]]; then
+	made=$((SECONDS - t0))
+	before=$(find /var/tmp -maxdepth 1 -name 'rxe-kvfix-prepare.*' | sort)
+	(
+		p=0
+		while [[ ! -f $W/full.done ]]; do
+			s=0
+			for d in $(comm -13 <(echo "$before") <(find /var/tmp -maxdepth 1 -name 'rxe-kvfix-prepare.*' | sort)); do
+				s=$((s + $(du -sk "$d" 2>/dev/null | cut -f1 || echo 0)))
+			done
+			((s <= p)) || { p=$s && echo "$p" >"$W/full.peak"; }
+			sleep 0.5
+		done
+	) &
+	sampler=$!
+	t1=$SECONDS rc=0
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	out=$(unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs /tmp && exec "$@"' _ "$PREP" --srpm "$full" --cache "$W/none" --out "$W/out-full" "$FREL" 2>&1) || rc=$?
+	secs=$((SECONDS - t1))
+	touch "$W/full.done"
+	wait "$sampler" || true
+	if ((rc == 0)) && grep -q 'provider=srpm' "$W/out-full/rxe-kvfix-source.txt" &&
+		grep -q 'fedora-full-srpm: applied by rxe-kvfix-prepare' "$W/out-full/rxe_verbs.c" &&
+		grep -q 'RXE_FEDORA_FULL' "$W/out-full/rxe_fedora_full.h" && grep -q 'page_info = kvcalloc(' "$W/out-full/rxe_mr.c"; then
+		t_pass
+		echo "     source RPM $(($(stat -c %s "$full") / 1048576)) MiB ($made s to have it); prepare $secs s; prepare's work directory under /var/tmp peaked at $(($(cat "$W/full.peak" 2>/dev/null || echo 0) / 1024)) MiB (sampled)"
+	else
+		t_fail "exit $rc: $(tail -n2 <<<"$out" | tr '\n' ' ' | cut -c1-400); out: $(find "$W/out-full" -maxdepth 1 -printf '%f ' 2>&1 | cut -c1-300)"
+	fi
+else
+	t_fail "fedora-full-srpm.sh: $(tail -n1 "$W/full.err")"
+fi
+
 t_start "prepare finds kernel-<version>-<release>.src.rpm in the cache directory"
 mkdir -p "$W/cache"
 cp "$SRPM" "$W/cache/kernel-${FREL%.*}.src.rpm"
