@@ -494,9 +494,9 @@ else
 	in_ct dnf5 -q clean all >/dev/null 2>&1 || true
 	ger=$(in_ct "${de[@]}" dnf5 download --srpm --destdir /var/tmp/rxe-de-probe "kernel-$UP" 2>&1 || true)
 	rm -rf "$MNT/var/tmp/rxe-de-probe"
-	if grep -q 'Herunterladen der Metadaten fehlgeschlagen' <<<"$ger" && ! grep -q 'Failed to download metadata' <<<"$ger"; then
+	if grep -q 'Metadaten.*fehlgeschlagen' <<<"$ger" && ! grep -q 'Failed to download metadata' <<<"$ger"; then
 		t_pass
-		grep -m1 'Herunterladen der Metadaten' <<<"$ger" | sed -E 's#/srv/[^ ]*#<repo>#g' | cut -c1-200 | sed 's/^/     dnf5: /'
+		grep -m1 'Metadaten.*fehlgeschlagen' <<<"$ger" | sed -E 's#file://[^ ]*#<repo>#g' | cut -c1-200 | sed 's/^/     dnf5: /'
 	else
 		t_fail "dnf5 does not answer in German under LANG=de_DE.UTF-8: $(grep -v '^[[:space:]]*$' <<<"$ger" | tail -n2 | tr '\n' ' ' | cut -c1-300)"
 	fi
