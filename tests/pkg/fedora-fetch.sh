@@ -128,12 +128,22 @@ printf '[rxe-test]\nname=rxe-kvfix test repository (Fedora-shaped)\nbaseurl=file
 	"$R" "$R" >"$MNT/etc/yum.repos.d/rxe-test.repo"
 echo 44 >"$MNT/etc/dnf/vars/releasever"
 
+# dnf5_in_root: a dnf5 runs inside this root (its /proc/PID/root is MNT); dnf5 of other
+# roots or of the host, another test's, are not this root's transaction
+dnf5_in_root() {
+	local p
+	for p in $(pgrep -x dnf5); do
+		[[ $(readlink "/proc/$p/root" 2>/dev/null) != "$MNT" ]] || return 0
+	done
+	return 1
+}
+
 # --- 1. %post inside the transaction --------------------------------------------
 t_start "$F: rpm -i rxe-kvfix-dkms with dnf present: %post runs no dnf, says the source comes after the transaction"
 rc=0
 out=$(in_mnt rpm -i "$RPMDIR"/rxe-kvfix-dkms-*.noarch.rpm 2>&1) || rc=$?
 if ((rc == 0)) && grep -q "^rxe-kvfix: kernel $B: NOT BUILT, .*no source of kernel $B found.*downloaded once this package transaction is over (rxe-kvfix-fetch@$B.service)" <<<"$out" &&
-	! pgrep -x dnf5 >/dev/null; then
+	! dnf5_in_root; then
 	t_pass
 	grep "$B" <<<"$out" | grep -v '^rxe-kvfix-dkms: warning' | sed 's/^/     /' | cut -c1-260
 else
