@@ -112,6 +112,9 @@ struct FakeControl {
   bool port_active = true;
   // non-empty: Provider::open, Device::create_qp or QueuePair::connect fails with it (exit 3)
   std::string open_error, create_qp_error, connect_error;
+  // non-zero: ibv_open_device, ibv_alloc_pd or ibv_create_qp fails with this errno, its
+  // Error worded as sys/verbs_ibv.cpp words it and carrying the errno (Error::err)
+  int open_errno = 0, alloc_pd_errno = 0, create_qp_errno = 0;
   // Completion behaviour and what the engine did.
   unsigned complete_per_poll = 0;        // WRs executed per poll() call, 0 = all queued
   bool reverse_batches = false;          // return each poll's completions newest first
@@ -396,6 +399,8 @@ class FakeDevice final : public Device {
   }
   Result<std::unique_ptr<QueuePair>> create_qp(const QpParams& p) override {
     if (!c_.create_qp_error.empty()) return Error(c_.create_qp_error, "", kExitNotReady);
+    if (int e = c_.create_qp_errno)
+      return Error(std::string("ibv_create_qp: ") + std::strerror(e), "", kExitNotReady, "unknown", e);
     c_.created_depth = p.tx_depth;
     c_.created_wait = p.wait;
     return std::unique_ptr<QueuePair>(std::make_unique<FakeQp>(c_, p.tx_depth, this));
@@ -409,8 +414,12 @@ class FakeProvider final : public Provider {
  public:
   explicit FakeProvider(FakeControl& c) : c_(c) {}
   std::vector<std::string> list_devices() override { return {"rxe0"}; }
-  Result<std::unique_ptr<Device>> open(const std::string&) override {
+  Result<std::unique_ptr<Device>> open(const std::string& name) override {
     if (!c_.open_error.empty()) return Error(c_.open_error, "", kExitNotReady);
+    if (int e = c_.open_errno)
+      return Error("cannot open " + name + ": " + std::strerror(e), "", kExitNotReady, "unknown", e);
+    if (int e = c_.alloc_pd_errno)
+      return Error("ibv_alloc_pd on " + name + ": " + std::strerror(e), "", kExitNotReady, "unknown", e);
     return std::unique_ptr<Device>(std::make_unique<FakeDevice>(c_));
   }
 

@@ -70,7 +70,10 @@ TEST(AppChurn, OpenFailureIsNotReadyWithTheVerbsText) {
   Outcome out = churn_command(small_churn(1, false), prov, host);
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(out.exit, kExitNotReady);
-  EXPECT_EQ(err, "rxe-verify churn: error: ibv_get_device_list: Function not implemented\n");
+  EXPECT_EQ(
+      err,
+      "rxe-verify churn: error: ibv_get_device_list: Function not implemented; load ib_uverbs and rdma_rxe "
+      "and check that `rdma link show` lists rxe0\n");
   EXPECT_EQ(out.report["error"]["cause"], "no_device");
 }
 

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -18,6 +20,9 @@ using namespace rxv;
 using rxv::testing::FakeControl;
 using rxv::testing::FakeHost;
 using rxv::testing::FakeProvider;
+using rxv::testing::small_churn;
+using rxv::testing::small_probe;
+using rxv::testing::small_run;
 
 // Device choice: the bad-input table's rv-device-unknown (exit 2) and rv-device-none
 // (exit 3, no_device in the report).
@@ -109,4 +114,102 @@ TEST(AppDevice, GidIndexMustBeInTheDeviceTable) {
             "--gid-index 5: device rxe0 has no GID 5 (valid: 0, 1); pick one listed by "
             "`rxe-verify doctor`");
   EXPECT_EQ(r.error().exit, rxv::kExitUsage);
+}
+
+// One cause for one errno everywhere (issue 62, finding 3): the same failure injected
+// into run, churn and probe through the fakes; each command must name the same cause.
+// Where a command names it: run's and churn's report (its error, or the failed size or
+// iteration's diagnosis), probe's report diagnosis or, with no report (it failed before
+// the bisection), its error line "error: [CAUSE] ...". "-" = the command named none.
+// The three tests take ~2 s together (the RegMr rows: probe's bisection, 6 errnos).
+namespace {
+std::string cause_in(const nlohmann::json& rep) {
+  if (rep.contains("error") && !rep["error"].is_null()) return rep["error"]["cause"];
+  if (rep.contains("failure") && !rep["failure"].is_null()) return rep["failure"]["diagnosis"]["cause"];
+  if (rep.contains("results"))
+    for (const auto& s : rep["results"])
+      if (!s["diagnosis"].is_null()) return s["diagnosis"]["cause"];
+  if (rep.contains("probe") && !rep["probe"]["diagnosis"].is_null())
+    return rep["probe"]["diagnosis"]["cause"];
+  return "-";
+}
+std::string cause_in_line(const std::string& err) {
+  const std::string tag = "error: [";
+  auto p = err.find(tag);
+  if (p == std::string::npos) return "-";
+  p += tag.size();
+  return err.substr(p, err.find(']', p) - p);
+}
+std::string named(const std::function<Outcome()>& command) {
+  ::testing::internal::CaptureStderr();
+  Outcome out = command();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  return out.has_report ? cause_in(out.report) : cause_in_line(err);
+}
+struct Named {
+  std::string run, churn, probe;
+  std::string text() const { return "run " + run + ", churn " + churn + ", probe " + probe; }
+};
+// `inject` set on a fresh fake for each command; `qp`: the failure is in creating a QP,
+// which churn does with --traffic only and probe never does (probe: "n/a").
+Named inject(const std::function<void(FakeControl&)>& set, bool qp) {
+  Named n;
+  auto in_each = [&](const std::function<Outcome(FakeProvider&, FakeHost&)>& command) {
+    FakeControl c;
+    set(c);
+    FakeProvider prov(c);
+    FakeHost host;
+    return named([&] { return command(prov, host); });
+  };
+  n.run = in_each([](FakeProvider& p, FakeHost& h) { return run_command(small_run({"64K"}), p, h); });
+  n.churn = in_each([qp](FakeProvider& p, FakeHost& h) { return churn_command(small_churn(1, qp), p, h); });
+  n.probe =
+      qp ? "n/a" : in_each([](FakeProvider& p, FakeHost& h) { return probe_command(small_probe(), p, h); });
+  return n;
+}
+std::string errno_text(int e) { return std::to_string(e) + " (" + std::strerror(e) + ")"; }
+struct Row {
+  int err;
+  const char* cause;
+};
+}  // namespace
+
+// ibv_open_device and ibv_alloc_pd (Provider::open): access denied is device_access, no
+// memory out_of_memory, anything else no_device (libibverbs' ENOENT for a 0600 node is
+// decided by the node itself: open_failure's denied_node).
+TEST(AppDevice, OneCauseForOneErrnoAtOpenAndAllocPd) {
+  for (Row r : {Row{EACCES, cause::kDeviceAccess}, Row{EPERM, cause::kDeviceAccess},
+                Row{ENODEV, cause::kNoDevice}, Row{ENOENT, cause::kNoDevice}, Row{ENXIO, cause::kNoDevice},
+                Row{ENOSYS, cause::kNoDevice}, Row{ENOMEM, cause::kOutOfMemory}}) {
+    Named at_open = inject([&](FakeControl& c) { c.open_errno = r.err; }, false);
+    EXPECT_TRUE(at_open.run == r.cause && at_open.churn == r.cause && at_open.probe == r.cause)
+        << "ibv_open_device " << errno_text(r.err) << ": want " << r.cause << " from all, got "
+        << at_open.text();
+    Named at_pd = inject([&](FakeControl& c) { c.alloc_pd_errno = r.err; }, false);
+    EXPECT_TRUE(at_pd.run == r.cause && at_pd.churn == r.cause && at_pd.probe == r.cause)
+        << "ibv_alloc_pd " << errno_text(r.err) << ": want " << r.cause << " from all, got " << at_pd.text();
+  }
+}
+
+// ibv_create_qp (run's loopback pair, churn --traffic's): the same table's QP column.
+TEST(AppDevice, OneCauseForOneErrnoAtCreateQp) {
+  for (Row r :
+       {Row{EACCES, cause::kDeviceAccess}, Row{EPERM, cause::kDeviceAccess}, Row{ENODEV, cause::kNoDevice},
+        Row{ENOMEM, cause::kOutOfMemory}, Row{EINVAL, cause::kUnknown}}) {
+    Named n = inject([&](FakeControl& c) { c.create_qp_errno = r.err; }, true);
+    EXPECT_TRUE(n.run == r.cause && n.churn == r.cause) << "ibv_create_qp " << errno_text(r.err) << ": want "
+                                                        << r.cause << " from run and churn, got " << n.text();
+  }
+}
+
+// ibv_reg_mr (run's staging buffer, churn's region, probe's attempts): ENOMEM, EPERM and
+// EAGAIN go through the memlock/metadata/fragmentation logic (here: memlock unlimited,
+// rxe-kvfix loaded: none applies, unknown); ENODEV is no_device.
+TEST(AppDevice, OneCauseForOneErrnoAtRegMr) {
+  for (Row r : {Row{ENOMEM, cause::kUnknown}, Row{EPERM, cause::kUnknown}, Row{EAGAIN, cause::kUnknown},
+                Row{EACCES, cause::kUnknown}, Row{EFAULT, cause::kUnknown}, Row{ENODEV, cause::kNoDevice}}) {
+    Named n = inject([&](FakeControl& c) { c.reg_errno = [e = r.err](std::size_t) { return e; }; }, false);
+    EXPECT_TRUE(n.run == r.cause && n.churn == r.cause && n.probe == r.cause)
+        << "ibv_reg_mr " << errno_text(r.err) << ": want " << r.cause << " from all, got " << n.text();
+  }
 }

@@ -103,13 +103,17 @@ TEST(AppMemlock, DoctorSaysTheSameNeedWithItsToken) {
 }
 
 TEST(AppMemlock, UverbsAccessDeniedIsDeviceAccessNotMemlock) {
-  Error f = open_failure("rxe0", Error(std::string("cannot open rxe0: ") + std::strerror(EACCES)));
+  // the errno decides (Error::err), not the summary's text
+  Error f = open_failure("rxe0", Error(std::string("cannot open rxe0: ") + std::strerror(EACCES), "",
+                                       kExitNotReady, "unknown", EACCES));
   EXPECT_EQ(f.cause, "device_access");
   EXPECT_EQ(f.exit, kExitNotReady);
   EXPECT_NE(f.summary.find("/dev/infiniband/uverbs"), std::string::npos);
   EXPECT_EQ(f.summary.find("RLIMIT"), std::string::npos);
   Error g = open_failure("rxe0", Error("no RDMA device named 'rxe0'"));
   EXPECT_EQ(g.cause, "no_device");
+  Error text_only = open_failure("rxe0", Error(std::string("cannot open rxe0: ") + std::strerror(EACCES)));
+  EXPECT_EQ(text_only.cause, "no_device") << "no errno: the text \"Permission denied\" alone decides nothing";
   // what libibverbs really says for a 0600 node (its errno is ENOENT): the node decides
   Error h = open_failure("rxe0", Error(std::string("cannot open rxe0: ") + std::strerror(ENOENT)),
                          "/dev/infiniband/uverbs0");

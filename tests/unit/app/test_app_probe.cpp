@@ -102,10 +102,10 @@ TEST(AppProbe, OpenFailureIsNotReadyWithTheRemedy) {
   Outcome out = probe_command(small_probe(), prov, host);
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(out.exit, kExitNotReady);
-  EXPECT_EQ(
-      err,
-      "rxe-verify probe: error: cannot open rxe0: No such device; load ib_uverbs and rdma_rxe and check "
-      "that `rdma link show` lists rxe0\n");
+  EXPECT_EQ(err,
+            "rxe-verify probe: error: [no_device] cannot open rxe0: No such device; load ib_uverbs and "
+            "rdma_rxe and check "
+            "that `rdma link show` lists rxe0\n");
   EXPECT_FALSE(out.has_report);
 }
 

@@ -44,7 +44,7 @@ Outcome churn_command(const ChurnCommandConfig& o, Provider& prov, HostEnv& host
   const DeviceChoice& dc = *resolved;
   rep.device = dc.name;
   auto opened = prov.open(dc.name);
-  if (!opened) return env_fail(Error(opened.error().summary, "", kExitNotReady, cause::kNoDevice));
+  if (!opened) return env_fail(open_failure(dc.name, opened.error(), uverbs_node_denied(dc.name)));
   std::unique_ptr<Device> dev = std::move(*opened);
   PortInfo pi = dev->port();
   DiagContext dctx = make_diag_context(host, port_reader(*dev), false, rep.module);

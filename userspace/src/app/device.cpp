@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 
 #include "base/cause.hpp"
+#include "core/diagnosis.hpp"
 #include "sys/procfs.hpp"
 
 namespace rxv {
@@ -103,10 +103,9 @@ std::string uverbs_node_denied(const std::string& device) {
 
 Error open_failure(const std::string& device, const Error& open_error, const std::string& denied_node) {
   const std::string& why = open_error.summary;
-  bool denied = !denied_node.empty();
-  for (int e : {EACCES, EPERM})
-    if (why.find(std::strerror(e)) != std::string::npos) denied = true;
-  if (denied)
+  const int err = open_error.err;
+  const std::string c = denied_node.empty() ? errno_cause(SetupCall::OpenDevice, err) : cause::kDeviceAccess;
+  if (c == cause::kDeviceAccess)
     return Error(why + ": this user may not open " +
                      (denied_node.empty() ? device + "'s /dev/infiniband/uverbs* node"
                                           : denied_node + " (" + device + ")") +
@@ -114,9 +113,11 @@ Error open_failure(const std::string& device, const Error& open_error, const std
                  "give the user read and write access to /dev/infiniband/uverbs* (rdma-core's "
                  "udev rule makes them mode 0666: check `ls -l /dev/infiniband` and local udev "
                  "rules or groups), or run as a user that has it",
-                 kExitNotReady, cause::kDeviceAccess);
+                 kExitNotReady, c, err);
+  if (c == cause::kOutOfMemory)
+    return Error(why, "free memory (stop other workloads) and retry", kExitNotReady, c, err);
   return Error(why, "load ib_uverbs and rdma_rxe and check that `rdma link show` lists " + device,
-               kExitNotReady, cause::kNoDevice);
+               kExitNotReady, c, err);
 }
 
 }  // namespace rxv

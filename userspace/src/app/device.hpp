@@ -37,11 +37,13 @@ Result<void> check_port_active(const DeviceChoice& dc, const PortInfo& pi);
 // outlives the diagnosis context).
 std::function<std::optional<bool>()> port_reader(Device& dev);
 
-// The device did not open (Provider::open's error): access to its
-// /dev/infiniband/uverbs* node denied (`denied_node` names it, or the error says
-// EACCES/EPERM: device_access) or anything else (no_device), each with its remedy; exit
-// 3. libibverbs' errno is no guide: with the node at mode 0600 ibv_open_device fails with
-// ENOENT (its fallback to a node of its own).
+// The device did not open (Provider::open's error, its errno in open_error.err): the
+// cause from errno_cause(SetupCall::OpenDevice, err) (core/diagnosis.hpp: EACCES/EPERM
+// device_access, ENOMEM out_of_memory, else no_device), or device_access whenever
+// `denied_node` names the /dev/infiniband/uverbs* node this user may not open; each with
+// its remedy; exit 3. run, churn and probe all call it. libibverbs' errno alone is no
+// guide to a denied node: with the node at mode 0600 ibv_open_device fails with ENOENT
+// (its fallback to a node of its own), hence the node check.
 Error open_failure(const std::string& device, const Error& open_error, const std::string& denied_node = "");
 // The uverbs node of `device` (/sys/class/infiniband_verbs/uverbs*/ibdev) when this
 // process may not open it for reading and writing, else "".

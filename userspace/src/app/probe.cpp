@@ -42,9 +42,10 @@ ProbeRange probe_range(const ProbeCommandConfig& o, HostEnv& host) {
   return r;
 }
 
-// A probe that could not start: its error line, no report.
+// A probe that could not start: its error line with the cause ("[CAUSE] SUMMARY;
+// REMEDY", the token run's and churn's reports carry), no report.
 Outcome probe_failed(const Error& e) {
-  print_error("probe", e.line());
+  print_error("probe", "[" + e.cause + "] " + e.line());
   Outcome out;
   out.exit = e.exit;
   return out;
@@ -200,16 +201,13 @@ Outcome probe_command(const ProbeCommandConfig& o, Provider& prov, HostEnv& host
   const DeviceChoice& dc = *resolved;
   j["device"] = dc.name;
   auto opened = prov.open(dc.name);
-  if (!opened)
-    return probe_failed(Error(opened.error().summary,
-                              "load ib_uverbs and rdma_rxe and check that `rdma link show` lists " + dc.name,
-                              kExitNotReady));
+  if (!opened) return probe_failed(open_failure(dc.name, opened.error(), uverbs_node_denied(dc.name)));
   std::unique_ptr<Device> dev = std::move(*opened);
   MappedBuffer buf(static_cast<std::size_t>(r.max + r.offset));
   if (!buf)
     return probe_failed(
         Error("cannot allocate " + format_size(r.max + r.offset) + ": " + std::strerror(buf.error()), "",
-              kExitNotReady));
+              kExitNotReady, cause::kOutOfMemory, buf.error()));
   buf.populate();
   Bisection b(*dev, buf.data() + r.offset, r, o, make_diag_context(host, port_reader(*dev), false, mod));
   b.run();

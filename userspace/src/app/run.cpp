@@ -45,7 +45,7 @@ Result<Side> server_side(Device& dev, const QpParams& qpp, const RunOptions& ro,
   };
   Side side;
   auto created = dev.create_qp(qpp);
-  if (!created) return fail(cause::kUnknown, created.error().summary);
+  if (!created) return qp_failure(created.error());
   side.lb.qa = std::move(*created);
   auto connected = tcp_connect(ro.peer_host, ro.port, std::chrono::seconds(15));
   if (!connected) {
@@ -64,7 +64,7 @@ Result<Side> server_side(Device& dev, const QpParams& qpp, const RunOptions& ro,
   if (!hr) return fail(cause::kNetwork, "no answer from the server: " + hr.error().summary);
   auto sh = parse_hello_reply(*hr);
   if (!sh) return fail(sh.error().cause, sh.error().summary);
-  if (auto e = side.lb.qa->connect(sh->qp); !e) return fail(cause::kUnknown, e.error().summary);
+  if (auto e = side.lb.qa->connect(sh->qp); !e) return qp_failure(e.error());
   side.remote = std::make_unique<RemotePeer>(*side.sock, sh->staging_addr, sh->staging_rkey, sh->staging_size,
                                              std::chrono::seconds(120));
   side.peer = side.remote.get();

@@ -5,8 +5,11 @@
 // QP, connect, send, receive, parse a peer's answer, check an option against the host)
 // returns Result<T>: the value, or an Error that says what happened (summary), what to do
 // about it (remedy, "" when the summary already says it), which documented exit code it
-// means (exit) and, when it is an environment failure a report records, its diagnosis
-// cause token (cause, base/cause.hpp). The caller tests it (`if (!r)`), reads
+// means (exit), when it is an environment failure a report records, its diagnosis
+// cause token (cause, base/cause.hpp), and the errno of the system or verbs call that
+// failed (err, 0 = none or not a system call): the cause of a setup failure is decided
+// from err and the operation (core/diagnosis.hpp errno_cause), never from the summary's
+// text. The caller tests it (`if (!r)`), reads
 // the value (`*r`, `r->`, `r.value()`) or passes the error on (`return r.error();`).
 // Result is [[nodiscard]]: a failure cannot be dropped without a visible `(void)`.
 // C++20 has no std::expected (g++ 12 has it only under -std=c++23): this is the small
@@ -41,11 +44,16 @@ struct Error {
   std::string remedy;             // what to do about it; "" when summary already says it
   int exit = kExitFail;           // the exit code it means (kExitFail, kExitUsage, kExitNotReady)
   std::string cause = "unknown";  // diagnosis token (base/cause.hpp), "unknown" = none
+  int err = 0;                    // errno of the failed system or verbs call, 0 = none
 
   Error() = default;
   explicit Error(std::string summary_, std::string remedy_ = "", int exit_ = kExitFail,
-                 std::string cause_ = "unknown")
-      : summary(std::move(summary_)), remedy(std::move(remedy_)), exit(exit_), cause(std::move(cause_)) {}
+                 std::string cause_ = "unknown", int err_ = 0)
+      : summary(std::move(summary_)),
+        remedy(std::move(remedy_)),
+        exit(exit_),
+        cause(std::move(cause_)),
+        err(err_) {}
 
   // The one line: "SUMMARY; REMEDY", or SUMMARY alone.
   std::string line() const { return remedy.empty() ? summary : summary + "; " + remedy; }
@@ -132,7 +140,8 @@ class CommandError : public std::runtime_error {
 class UsageError : public CommandError {
  public:
   explicit UsageError(std::string msg) : CommandError(usage_error(std::move(msg))) {}
-  explicit UsageError(const Error& e) : CommandError(Error(e.summary, e.remedy, kExitUsage, e.cause)) {}
+  explicit UsageError(const Error& e)
+      : CommandError(Error(e.summary, e.remedy, kExitUsage, e.cause, e.err)) {}
 };
 // An environment that cannot run the request, found before anything was pinned (exit 3).
 class NotReadyError : public CommandError {

@@ -29,6 +29,38 @@ std::string memlock_remedy(std::uint64_t bytes) {
 
 namespace {
 
+struct ErrnoRow {
+  SetupCall call;
+  int err;
+  const char* cause;
+};
+constexpr ErrnoRow kErrnoTable[] = {
+    {SetupCall::OpenDevice, EACCES, cause::kDeviceAccess},
+    {SetupCall::OpenDevice, EPERM, cause::kDeviceAccess},
+    {SetupCall::OpenDevice, ENOMEM, cause::kOutOfMemory},
+    {SetupCall::OpenDevice, ENODEV, cause::kNoDevice},
+    {SetupCall::OpenDevice, ENXIO, cause::kNoDevice},
+    {SetupCall::OpenDevice, ENOENT, cause::kNoDevice},
+    {SetupCall::OpenDevice, ENOSYS, cause::kNoDevice},
+    {SetupCall::QueuePair, EACCES, cause::kDeviceAccess},
+    {SetupCall::QueuePair, EPERM, cause::kDeviceAccess},
+    {SetupCall::QueuePair, ENOMEM, cause::kOutOfMemory},
+    {SetupCall::QueuePair, ENODEV, cause::kNoDevice},
+    {SetupCall::QueuePair, ENXIO, cause::kNoDevice},
+    {SetupCall::RegisterMr, ENODEV, cause::kNoDevice},
+    {SetupCall::RegisterMr, ENXIO, cause::kNoDevice},
+};
+
+}  // namespace
+
+const char* errno_cause(SetupCall call, int err) {
+  for (const auto& r : kErrnoTable)
+    if (r.call == call && r.err == err) return r.cause;
+  return call == SetupCall::OpenDevice ? cause::kNoDevice : cause::kUnknown;
+}
+
+namespace {
+
 Diagnosis reg_diag(const DiagInput& in) {
   const std::uint64_t per = in.split > 1 ? (in.size + in.split - 1) / in.split : in.size;
   MetadataInfo md = rxe_metadata(in.offset, per);
@@ -105,7 +137,8 @@ Diagnosis reg_diag(const DiagInput& in) {
     }
   }
   std::string e = in.err ? std::string(std::strerror(in.err)) : "unknown error";
-  return {cause::kUnknown, "ibv_reg_mr failed: " + e + " (errno " + std::to_string(in.err) + ")",
+  return {errno_cause(SetupCall::RegisterMr, in.err),
+          "ibv_reg_mr failed: " + e + " (errno " + std::to_string(in.err) + ")",
           "check `dmesg` and the device state (`rdma link show`)"};
 }
 

@@ -39,6 +39,20 @@ struct Diagnosis {
 
 Diagnosis diagnose(const DiagInput& in);
 
+// The setup call a failure's errno came from: opening the device (ibv_get_device_list,
+// ibv_open_device, ibv_alloc_pd: Provider::open), creating or connecting a queue pair
+// (Device::create_qp, QueuePair::connect), registering memory (Device::reg_mr).
+enum class SetupCall { OpenDevice, QueuePair, RegisterMr };
+
+// The one errno table (issue 62 finding 3): the cause of a failed setup call from its
+// errno (Error::err, RegResult::err), the same in run, churn, probe and serve. EACCES or
+// EPERM opening the device or creating a QP: device_access; ENOMEM there: out_of_memory;
+// ENODEV/ENXIO anywhere, and ENOENT/ENOSYS (no uverbs, no provider) opening: no_device;
+// anything else opening the device: no_device (it cannot be used), elsewhere unknown.
+// ENOMEM, EPERM and EAGAIN at registration are decided before this table by diagnose()'s
+// memlock/metadata/fragmentation logic (its fallback is this table's RegisterMr column).
+const char* errno_cause(SetupCall call, int err);
+
 // Supplies the diagnosis inputs that come from the host (captured when a failure occurs).
 using DiagContext = std::function<DiagInput()>;
 

@@ -6,6 +6,10 @@
 
 namespace rxv {
 
+Error qp_failure(const Error& e) {
+  return Error(e.summary, e.remedy, kExitNotReady, errno_cause(SetupCall::QueuePair, e.err), e.err);
+}
+
 Result<QpPair> connect_qp_pair(Device& dev, const QpParams& p) {
   QpPair pair;
   for (auto* q : {&pair.qa, &pair.qb}) {
@@ -21,7 +25,7 @@ Result<QpPair> connect_qp_pair(Device& dev, const QpParams& p) {
 Result<Loopback> setup_loopback(Device& dev, const QpParams& p, std::uint64_t staging,
                                 const DiagContext& dctx) {
   auto pair = connect_qp_pair(dev, p);
-  if (!pair) return Error(pair.error().summary, "", kExitNotReady, cause::kUnknown);
+  if (!pair) return qp_failure(pair.error());
   Loopback lb;
   lb.qa = std::move(pair->qa);
   lb.qb = std::move(pair->qb);

@@ -17,6 +17,9 @@ struct QpPair {
   std::unique_ptr<QueuePair> qa, qb;
 };
 Result<QpPair> connect_qp_pair(Device& dev, const QpParams& p);
+// A QP that could not be created or connected (e: the verbs error, its errno in e.err):
+// exit 3, the cause from errno_cause(SetupCall::QueuePair, e.err).
+Error qp_failure(const Error& e);
 
 struct Loopback {
   std::unique_ptr<QueuePair> qa, qb;

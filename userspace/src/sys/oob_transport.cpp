@@ -66,7 +66,8 @@ Result<void> LineSocket::send(const json& j, std::chrono::milliseconds timeout) 
           return Error("timed out sending to the peer (it reads nothing)");
         continue;
       }
-      return Error(std::string("send: ") + std::strerror(errno));
+      const int e = errno;
+      return Error(std::string("send: ") + std::strerror(e), "", kExitFail, "unknown", e);
     }
     off += static_cast<std::size_t>(n);
   }
@@ -217,14 +218,19 @@ Result<LineSocket> tcp_listen(const std::string& bind, std::uint16_t port) {
   for (addrinfo* a = res; a; a = a->ai_next)
     if (bind.empty() && a->ai_family == AF_INET6) pick = a;
   int fd = ::socket(pick->ai_family, pick->ai_socktype | SOCK_CLOEXEC, pick->ai_protocol);
-  if (fd < 0) return Error(std::string("socket: ") + std::strerror(errno), "", kExitNotReady);
+  if (fd < 0) {
+    const int e = errno;
+    return Error(std::string("socket: ") + std::strerror(e), "", kExitNotReady, "unknown", e);
+  }
   LineSocket listener(fd);
   int one = 1, zero = 0;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (pick->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-  if (::bind(fd, pick->ai_addr, pick->ai_addrlen) != 0 || ::listen(fd, 4) != 0)
-    return Error("cannot listen on port " + ps + ": " + std::strerror(errno), "choose another with --port",
-                 kExitNotReady);
+  if (::bind(fd, pick->ai_addr, pick->ai_addrlen) != 0 || ::listen(fd, 4) != 0) {
+    const int e = errno;
+    return Error("cannot listen on port " + ps + ": " + std::strerror(e), "choose another with --port",
+                 kExitNotReady, "unknown", e);
+  }
   return listener;
 }
 

@@ -77,7 +77,7 @@ class IbvQp final : public QueuePair {
     a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     if (int e = ibv_modify_qp(qp_.get(), &a,
                               IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-      return Error(std::string("ibv_modify_qp(INIT): ") + std::strerror(e), "", kExitNotReady);
+      return Error(std::string("ibv_modify_qp(INIT): ") + std::strerror(e), "", kExitNotReady, "unknown", e);
     a = {};
     a.qp_state = IBV_QPS_RTR;
     a.path_mtu = static_cast<ibv_mtu>(port_.active_mtu);
@@ -93,7 +93,7 @@ class IbvQp final : public QueuePair {
     if (int e = ibv_modify_qp(qp_.get(), &a,
                               IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                                   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-      return Error(std::string("ibv_modify_qp(RTR): ") + std::strerror(e), "", kExitNotReady);
+      return Error(std::string("ibv_modify_qp(RTR): ") + std::strerror(e), "", kExitNotReady, "unknown", e);
     a = {};
     a.qp_state = IBV_QPS_RTS;
     a.timeout = static_cast<std::uint8_t>(params_.timeout);
@@ -105,7 +105,7 @@ class IbvQp final : public QueuePair {
     if (int e = ibv_modify_qp(qp_.get(), &a,
                               IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-      return Error(std::string("ibv_modify_qp(RTS): ") + std::strerror(e), "", kExitNotReady);
+      return Error(std::string("ibv_modify_qp(RTS): ") + std::strerror(e), "", kExitNotReady, "unknown", e);
     return {};
   }
 
@@ -128,7 +128,7 @@ class IbvQp final : public QueuePair {
     ibv_send_wr* bad = nullptr;
     if (int e = ibv_post_send(qp_.get(), &wr, &bad)) {
       broken_ = true;
-      return Error(std::string("ibv_post_send: ") + std::strerror(e));
+      return Error(std::string("ibv_post_send: ") + std::strerror(e), "", kExitFail, "unknown", e);
     }
     return {};
   }
@@ -183,7 +183,8 @@ class IbvQp final : public QueuePair {
   // The completion channel, the CQ, the QP and its GID; a failure names the verbs call.
   Result<void> init(ibv_pd* pd) {
     auto failed = [](const std::string& call) {
-      return Error(call + ": " + std::strerror(errno), "", kExitNotReady);
+      const int e = errno;
+      return Error(call + ": " + std::strerror(e), "", kExitNotReady, "unknown", e);
     };
     channel_.reset(ibv_create_comp_channel(ctx_));
     if (!channel_) return failed("ibv_create_comp_channel");
@@ -308,19 +309,23 @@ class IbvProvider final : public Provider {
     return out;
   }
   Result<std::unique_ptr<Device>> open(const std::string& name) override {
-    auto failed = [](std::string summary) { return Error(std::move(summary), "", kExitNotReady); };
+    // the errno travels in the Error: the cause is decided from it (open_failure)
+    auto failed = [](const std::string& what, int e) {
+      return Error(what + (e ? std::string(": ") + std::strerror(e) : std::string()), "", kExitNotReady,
+                   "unknown", e);
+    };
     int n = 0;
     DeviceListPtr l(ibv_get_device_list(&n));
-    if (!l) return failed(std::string("ibv_get_device_list: ") + std::strerror(errno));
+    if (!l) return failed("ibv_get_device_list", errno);
     for (int i = 0; i < n; ++i) {
       if (name != ibv_get_device_name(l.get()[i])) continue;
       ContextPtr ctx(ibv_open_device(l.get()[i]));
-      if (!ctx) return failed("cannot open " + name + ": " + std::strerror(errno));
+      if (!ctx) return failed("cannot open " + name, errno);
       PdPtr pd(ibv_alloc_pd(ctx.get()));
-      if (!pd) return failed("ibv_alloc_pd on " + name + ": " + std::strerror(errno));
+      if (!pd) return failed("ibv_alloc_pd on " + name, errno);
       return std::unique_ptr<Device>(std::make_unique<IbvDevice>(name, std::move(ctx), std::move(pd)));
     }
-    return failed("no RDMA device named '" + name + "'");
+    return Error("no RDMA device named '" + name + "'", "", kExitNotReady, "unknown", ENODEV);
   }
 };
 
