@@ -5,9 +5,6 @@
 // the rows with these test names. Each row runs one 4 MiB + 100 B region in loopback
 // (~20-60 ms, a Drop row its 0.3 s deadline; 68 rows, ~5 s in all).
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <string>
@@ -21,6 +18,7 @@
 #include "core/oob.hpp"
 #include "fake_host.hpp"
 #include "fake_verbs.hpp"
+#include "serve_thread.hpp"
 
 using namespace rxv;
 using rxv::testing::FakeControl;
@@ -153,18 +151,6 @@ class FaultTableTwoHost : public ::testing::TestWithParam<Row> {};
 // The row's outcome: the fault was injected, the run failed with its cause.
 void expect_caught(const Row& row, const SizeResult& s, bool two_host);
 
-std::uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t l = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &l);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 }  // namespace
 
 TEST_P(FaultTable, FailsWithItsCause) {
@@ -191,18 +177,11 @@ TEST_P(FaultTable, FailsWithItsCause) {
 // moves the bytes, into the server's staging MR (its rkey checked).
 TEST_P(FaultTableTwoHost, FailsWithItsCause) {
   const Row row = GetParam();
-  FakeControl sctl, cctl;
-  rxv::testing::FakeProvider sprov(sctl);
-  ServeOptions so;
-  so.device = "rxe0";
-  so.bind = "127.0.0.1";
-  so.port = free_port();
-  so.timeout = 20;
-  int server_rc = -1;
-  std::thread srv([&] { server_rc = run_server(sprov, so); });
+  FakeControl cctl;
+  rxv::testing::ServeThread srv;
   Result<LineSocket> sock = Error("not tried");
   for (int i = 0; i < 100 && !sock; ++i) {
-    sock = tcp_connect("127.0.0.1", so.port, std::chrono::seconds(2));
+    sock = tcp_connect("127.0.0.1", srv.so.port, std::chrono::seconds(2));
     if (!sock) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!sock) srv.detach();
@@ -211,15 +190,9 @@ TEST_P(FaultTableTwoHost, FailsWithItsCause) {
   auto qp = cdev.create_qp({}).value();
   RunConfig cfg = config(row.mode);
   cfg.two_host = true;
-  ASSERT_TRUE(sock->send(nlohmann::json{{"op", "hello"},
-                                        {"version", 1},
-                                        {"qp", qp_to_json(qp->local_addr())},
-                                        {"staging", staging_bytes_for(cfg)}}));
-  auto hr = sock->recv(std::chrono::seconds(10));
-  ASSERT_TRUE(hr && hr->value("ok", false));
-  auto st = (*hr)["staging"];
-  RemotePeer peer(*sock, st["addr"].get<std::uint64_t>(), st["rkey"].get<std::uint32_t>(),
-                  st["size"].get<std::uint64_t>(), std::chrono::seconds(10));
+  auto st = rxv::testing::hello(*sock, qp->local_addr(), staging_bytes_for(cfg), 1);
+  ASSERT_TRUE(st);
+  RemotePeer peer(*sock, st->addr, st->rkey, st->size, std::chrono::seconds(10));
   auto picker = std::make_shared<Picker>(row);
   cctl.fault = [picker](const WorkRequest& w, int op) { return (*picker)(w, op); };
   rxv::testing::FakeHost host;
@@ -230,7 +203,7 @@ TEST_P(FaultTableTwoHost, FailsWithItsCause) {
   EXPECT_TRUE(sock->send(nlohmann::json{{"op", "bye"}}));
   EXPECT_TRUE(sock->recv(std::chrono::seconds(5)));
   srv.join();
-  EXPECT_EQ(server_rc, 0);
+  EXPECT_EQ(srv.rc, 0);
   ASSERT_TRUE(picker->fired()) << "the fault was never injected";
   expect_caught(row, s, true);
 }

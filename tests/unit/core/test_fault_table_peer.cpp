@@ -23,6 +23,7 @@
 #include "core/engine.hpp"
 #include "core/oob.hpp"
 #include "fake_verbs.hpp"
+#include "serve_thread.hpp"
 
 using namespace rxv;
 using rxv::testing::FakeControl;
@@ -73,12 +74,6 @@ int listen_any(std::uint16_t& port) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&a), &l);
   port = ntohs(a.sin_port);
   return fd;
-}
-
-std::uint16_t free_port() {
-  std::uint16_t p = 0;
-  close(listen_any(p));
-  return p;
 }
 
 void send_all(int fd, const std::string& s) {
@@ -211,29 +206,17 @@ class PeerDesync : public ::testing::TestWithParam<Row> {};
 
 TEST_P(PeerDesync, FailsWithItsCause) {
   const Row row = GetParam();
-  FakeControl sctl, cctl;
-  rxv::testing::FakeProvider sprov(sctl);
-  ServeOptions so;
-  so.device = "rxe0";
-  so.bind = "127.0.0.1";
-  so.port = free_port();
-  so.timeout = 20;
-  std::thread srv([&] { (void)run_server(sprov, so); });
-  auto proxy = std::make_unique<Proxy>(so.port, row.fault, row.dir == OpCode::Write ? "verify" : "fill");
+  FakeControl cctl;
+  rxv::testing::ServeThread srv;
+  auto proxy = std::make_unique<Proxy>(srv.so.port, row.fault, row.dir == OpCode::Write ? "verify" : "fill");
   Result<LineSocket> sock = tcp_connect("127.0.0.1", proxy->port(), std::chrono::seconds(2));
   ASSERT_TRUE(sock) << sock.error().summary;
   FakeDevice cdev(cctl);
   auto qp = cdev.create_qp({}).value();
   const RunConfig cfg = config(row.mode);
-  ASSERT_TRUE(sock->send(nlohmann::json{{"op", "hello"},
-                                        {"version", 2},
-                                        {"qp", qp_to_json(qp->local_addr())},
-                                        {"staging", staging_bytes_for(cfg)}}));
-  auto hr = sock->recv(std::chrono::seconds(10));
-  ASSERT_TRUE(hr && hr->value("ok", false));
-  auto st = (*hr)["staging"];
-  RemotePeer peer(*sock, st["addr"].get<std::uint64_t>(), st["rkey"].get<std::uint32_t>(),
-                  st["size"].get<std::uint64_t>(), std::chrono::seconds(1));
+  auto st = rxv::testing::hello(*sock, qp->local_addr(), staging_bytes_for(cfg), 2);
+  ASSERT_TRUE(st);
+  RemotePeer peer(*sock, st->addr, st->rkey, st->size, std::chrono::seconds(1));
   const std::string want = row.fault == Desync::Late ? "peer_timeout" : "peer_out_of_step";
   {
     Engine eng(cdev, *qp, peer, cfg, [] { return DiagInput{}; });
