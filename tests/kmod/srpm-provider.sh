@@ -89,8 +89,14 @@ if full=$("$REPO/tests/pkg/fedora-full-srpm.sh" "$(readlink -f "$lower/usr/src/l
 	) &
 	sampler=$!
 	t1=$SECONDS rc=0
+	# The checkout itself may be under /tmp (a clone there, as CI's may be): the tmpfs
+	# would hide it. Its directory is bound aside first and put back at the same path
+	# inside the tmpfs (a bind mount: nothing of it is written to the tmpfs).
+	mkdir -p "$W/checkout"
 	# shellcheck disable=SC2016 # expanded by the inner sh
-	out=$(unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs /tmp && exec "$@"' _ "$PREP" --srpm "$full" --cache "$W/none" --out "$W/out-full" "$FREL" 2>&1) || rc=$?
+	out=$(unshare -m sh -c 'mount --bind "$2" "$1" && mount -t tmpfs -o size=64k tmpfs /tmp &&
+		mkdir -p "$2" && mount --bind "$1" "$2" && shift 2 && exec "$@"' \
+		_ "$W/checkout" "$REPO" "$PREP" --srpm "$full" --cache "$W/none" --out "$W/out-full" "$FREL" 2>&1) || rc=$?
 	secs=$((SECONDS - t1))
 	touch "$W/full.done"
 	wait "$sampler" || true
