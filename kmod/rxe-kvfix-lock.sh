@@ -30,34 +30,20 @@
 #   PROG: waiting for the build of RELEASE by PID N (WHAT) to end (lock FILE; at most S s)
 # and is bounded by RXE_KVFIX_LOCK_TIMEOUT seconds (default 1800, as the build's own
 # timeout): then the caller does not build and says why (rxe_kvfix_lock returns 1 with
-# KVFIX_LOCK_WHY). Inside a package transaction (rxe_kvfix_lock_in_transaction: an rpm
-# scriptlet or file trigger of ours, a kernel-install plugin, a dpkg maintainer script
-# and the kernel hooks it runs) the bound is RXE_KVFIX_LOCK_TX_TIMEOUT (default 30 s):
-# the package manager must not hang for half an hour behind another build; then
-# KVFIX_LOCK_DEFER=1 and the caller defers the build to after the transaction (the
-# fetch unit, the boot repair) instead of failing it. The lock file holds "PID RELEASE
-# WHAT" of its holder, and "for-pid=PID" when it is held until that dkms exits.
-
-# rxe_kvfix_lock_in_transaction: this runs inside a package manager's transaction
-rxe_kvfix_lock_in_transaction() {
-	[[ -n ${KERNEL_INSTALL_LAYOUT:-}${KERNEL_INSTALL_STAGING_AREA:-}${RXE_KVFIX_IN_TRANSACTION:-}${DPKG_MAINTSCRIPT_PACKAGE:-} ]]
-}
+# KVFIX_LOCK_WHY). The lock file holds "PID RELEASE WHAT" of its holder, and
+# "for-pid=PID" when it is held until that dkms exits.
 
 rxe_kvfix_lock_file() { printf '%s\n' "${RXE_KVFIX_LOCK:-/run/lock/rxe-kvfix.lock}"; }
 
 # rxe_kvfix_lock RELEASE WHAT: hold the build lock for this process (and its
 # children) before building RELEASE; WHAT names the caller in the holder's line.
 # 0: held (taken now, or passed down by the caller); 1: not taken, KVFIX_LOCK_WHY
-# says why in words, KVFIX_LOCK_DEFER=1 when that was inside a transaction.
-# shellcheck disable=SC2034  # KVFIX_LOCK_WHY, KVFIX_LOCK_DEFER: read by the callers
+# says why in words.
+# shellcheck disable=SC2034  # KVFIX_LOCK_WHY: read by the callers
 rxe_kvfix_lock() {
 	local k=$1 what=$2 f fd hpid='' hk='' hwhat='' limit=${RXE_KVFIX_LOCK_TIMEOUT:-1800} prog=${PROG:-rxe-kvfix}
-	local tx=0 knob=RXE_KVFIX_LOCK_TIMEOUT
 	f=$(rxe_kvfix_lock_file)
-	KVFIX_LOCK_WHY='' KVFIX_LOCK_TAKEN=0 KVFIX_LOCK_DEFER=0
-	if rxe_kvfix_lock_in_transaction && ((${RXE_KVFIX_LOCK_TX_TIMEOUT:-30} < limit)); then
-		tx=1 limit=${RXE_KVFIX_LOCK_TX_TIMEOUT:-30} knob=RXE_KVFIX_LOCK_TX_TIMEOUT
-	fi
+	KVFIX_LOCK_WHY='' KVFIX_LOCK_TAKEN=0
 	if ! command -v flock >/dev/null; then
 		printf '%s: warning: flock (util-linux) is not installed: building %s without the lock %s\n' "$prog" "$k" "$f" >&2
 		return 0
@@ -84,13 +70,11 @@ rxe_kvfix_lock() {
 			return 0
 		fi
 		local line="waiting for the build of ${hk:-a kernel} by PID ${hpid:-?}${hwhat:+ ($hwhat)} to end (lock $f; at most $limit s)"
-		((tx == 0)) || line+=" inside the package transaction"
 		printf '%s: %s\n' "$prog" "$line" >&2
 		if command -v logger >/dev/null; then logger -t rxe-kvfix -- "$prog: kernel $k: $line" 2>/dev/null || true; fi
 		if ! flock -w "$limit" "$fd"; then
 			exec {fd}>&-
-			KVFIX_LOCK_WHY="the build of ${hk:-a kernel} by PID ${hpid:-?} held the lock $f for more than $limit s ($knob)"
-			KVFIX_LOCK_DEFER=$tx
+			KVFIX_LOCK_WHY="the build of ${hk:-a kernel} by PID ${hpid:-?} held the lock $f for more than $limit s (RXE_KVFIX_LOCK_TIMEOUT)"
 			return 1
 		fi
 	fi

@@ -7,8 +7,6 @@
 #   pkg-register --if-unregistered VERSION
 #                            RPM %posttrans: the same, only when the package this one
 #                            replaced unregistered VERSION in its %preun (1.0.0-1's did)
-#   pkg-kernel-devel VERSION RPM %filetriggerin on /usr/src/kernels (kernel-devel arrived):
-#                            VERSION built for each kernel whose tree is on stdin
 #   pkg-erase VERSION        RPM %preun on erase: pending rxe-kvfix-fetch@ units stopped,
 #                            VERSION unregistered (DKMS restores every kernel's stock
 #                            rdma_rxe), the records and fetched sources removed
@@ -110,7 +108,7 @@ pkg_registered() { [[ -n $(dkms status -m "$PKG_DKMS" -v "$1" 2>/dev/null) ]]; }
 # whose source RPM is missing gets it from rxe-kvfix-fetch@KVER.service once the
 # transaction is over (queue).
 pkg_register() {
-	local ver=$1 v dir kver
+	local ver=$1 v dir kver rc log status
 	export RXE_KVFIX_IN_TRANSACTION=1
 	pkg_tx_begin
 	for v in $(dkms status -m "$PKG_DKMS" 2>/dev/null | sed -n "s|^$PKG_DKMS/\\([^,:]*\\)[,:].*|\\1|p" | sort -u); do
@@ -122,60 +120,29 @@ pkg_register() {
 	for dir in "${RXE_KVFIX_MODULES_DIR:-/lib/modules}"/*/build; do
 		[[ -e $dir ]] || continue
 		kver=${dir%/build}
-		pkg_build "$ver" "${kver##*/}"
-	done
-	pkg_tx_end
-}
-
-# pkg_build VERSION RELEASE [--quiet-kept]: VERSION built and installed for RELEASE by
-# DKMS (inside the transaction: a missing source is queued for the fetch unit), one line
-# saying what happened; a kernel that has VERSION installed already is kept (a line,
-# none with --quiet-kept)
-pkg_build() {
-	local ver=$1 kver=$2 rc log status
-	case $(dkms status -m "$PKG_DKMS" -v "$ver" -k "$kver" 2>/dev/null) in
-	*": installed"*)
-		[[ ${3:-} == --quiet-kept ]] || echo "rxe-kvfix-dkms: rdma_rxe $ver already installed for $kver, kept"
-		return 0
-		;;
-	esac
-	rc=0
-	pkg_dkms install -m "$PKG_DKMS" -v "$ver" -k "$kver" >/dev/null 2>&1 || rc=$?
-	log=/var/lib/dkms/$PKG_DKMS/$ver/build/make.log
-	status=$(rxe_kvfix_state_dir)/status/$kver
-	# 77: PRE_BUILD's skip, for a kernel that does not need rxe-kvfix and for one it
-	# could not build; the record tells them apart (status exits 0 on the first)
-	if [[ $rc == 77 ]] && ! "$HERE/rxe-kvfix" status "$kver" >/dev/null 2>&1; then rc=failed; fi
-	case $rc in
-	0) echo "rxe-kvfix-dkms: rdma_rxe built and installed for $kver" ;;
-	77) echo "rxe-kvfix-dkms: $kver does not need rxe-kvfix; its own rdma_rxe stays ($log)" ;;
-	*)
-		echo "rxe-kvfix-dkms: warning: DKMS could not build rdma_rxe for $kver ($([[ $rc == failed ]] && echo "recorded in $status" || echo "exit $rc")); its own rdma_rxe stays; see dkms status and $log" >&2
-		(cmd_report "$kver") || :
-		(cmd_queue "$kver") || :
-		;;
-	esac
-}
-
-# pkg_kernel_devel VERSION (the RPM's %filetriggerin on /usr/src/kernels): rpm gives on
-# stdin the paths under /usr/src/kernels of the package just installed (kernel-devel:
-# Fedora's %post of kernel-devel only hardlinks, no kernel hook runs). VERSION is built
-# for each kernel whose development tree arrived and whose modules are installed (a
-# kernel that comes in the same transaction gets it from kernel-install's plugins when
-# its turn comes, or here, whichever is first: the second finds it installed and says
-# nothing). A kernel already having VERSION (the trigger also fires for every tree in
-# the rpmdb when rxe-kvfix-dkms itself is installed, after %post built them) is silent.
-pkg_kernel_devel() {
-	local ver=$1 kver kvers=()
-	export RXE_KVFIX_IN_TRANSACTION=1
-	# every line read (rpm writes them all), the releases taken once each
-	mapfile -t kvers < <(sed -n 's|^/usr/src/kernels/\([^/]\{1,\}\)/.*|\1|p' | sort -u)
-	pkg_tx_begin
-	for kver in "${kvers[@]}"; do
-		rxe_kvfix_is_release "$kver" || continue
-		[[ -d ${RXE_KVFIX_MODULES_DIR:-/lib/modules}/$kver/kernel && -e /usr/src/kernels/$kver/Makefile ]] || continue
-		pkg_registered "$ver" || break
-		pkg_build "$ver" "$kver" --quiet-kept
+		kver=${kver##*/}
+		case $(dkms status -m "$PKG_DKMS" -v "$ver" -k "$kver" 2>/dev/null) in
+		*": installed"*)
+			echo "rxe-kvfix-dkms: rdma_rxe $ver already installed for $kver, kept"
+			continue
+			;;
+		esac
+		rc=0
+		pkg_dkms install -m "$PKG_DKMS" -v "$ver" -k "$kver" >/dev/null 2>&1 || rc=$?
+		log=/var/lib/dkms/$PKG_DKMS/$ver/build/make.log
+		status=$(rxe_kvfix_state_dir)/status/$kver
+		# 77: PRE_BUILD's skip, for a kernel that does not need rxe-kvfix and for one it
+		# could not build; the record tells them apart (status exits 0 on the first)
+		if [[ $rc == 77 ]] && ! "$HERE/rxe-kvfix" status "$kver" >/dev/null 2>&1; then rc=failed; fi
+		case $rc in
+		0) echo "rxe-kvfix-dkms: rdma_rxe built and installed for $kver" ;;
+		77) echo "rxe-kvfix-dkms: $kver does not need rxe-kvfix; its own rdma_rxe stays ($log)" ;;
+		*)
+			echo "rxe-kvfix-dkms: warning: DKMS could not build rdma_rxe for $kver ($([[ $rc == failed ]] && echo "recorded in $status" || echo "exit $rc")); its own rdma_rxe stays; see dkms status and $log" >&2
+			(cmd_report "$kver") || :
+			(cmd_queue "$kver") || :
+			;;
+		esac
 	done
 	pkg_tx_end
 }
@@ -235,7 +202,6 @@ cmd_pkg() {
 		(pkg_register "$1") || :
 		;;
 	pkg-erase) (pkg_erase "$1") || : ;;
-	pkg-kernel-devel) (pkg_kernel_devel "$1") || : ;;
 	esac
 	return 0
 }

@@ -9,14 +9,6 @@
 #                                   %post builds through DKMS for every kernel
 #     kernel-upgrade REL            kernel-devel of REL moved in place (as dnf does),
 #                                   `kernel-install add`: Fedora's dkms plugin
-#     kernel-devel REL              kernel REL installed first without its development
-#                                   tree; kernel-devel of REL arrives as an RPM (rpm -i,
-#                                   no kernel hook runs, as on Fedora): rxe-kvfix-dkms's
-#                                   file trigger builds REL, no reboot; then
-#                                   `kernel-install add` (what kernel-core's %posttrans
-#                                   runs when kernel and kernel-devel come in one
-#                                   transaction, after the trigger): no second build, no
-#                                   second line
 #     lifecycle FAMILY BASEDIR BUMPDIR RELDIR REL:EXPECT...
 #                                   the packages' life after the install, FAMILY rpm
 #                                   (rpm -U, rpm --reinstall, rpm -U --oldpackage) or
@@ -142,9 +134,7 @@ check_kernels() { # VER REL:EXPECT...
 
 # the base: Provides for every requirement of our RPMs, each checked here; dkms at
 # the version of the root's own DKMS (BASE_DKMS: another, for the floor's test), so
-# that rpm, not this function, judges a versioned requirement. BASE_SYSTEM_ONLY=1: only
-# what every Fedora install has (bash, glibc, libstdc++, libgcc, systemd), none of the
-# packages README's dnf install line adds
+# that rpm, not this function, judges a versioned requirement
 make_base() {
 	local rpms=("$@") r cap ok prov=() lib node d dv
 	while read -r r; do
@@ -153,10 +143,6 @@ make_base() {
 		case $cap in
 		rpmlib\(*) continue ;; # rpm itself
 		config\(*) continue ;; # the package's own
-		/* | rtld* | libc.so* | libm.so* | libstdc++.so* | libgcc_s.so* | systemd) ;;
-		*) [[ -z ${BASE_SYSTEM_ONLY:-} ]] || continue ;;
-		esac
-		case $cap in
 		/*) [[ -e $cap ]] && ok=1 ;;
 		rtld\(GNU_HASH\)) [[ -e /lib64/ld-linux-x86-64.so.2 ]] && ok=1 ;;
 		lib*.so*)
@@ -184,7 +170,7 @@ make_base() {
 	mkdir -p /tmp/base/SPECS
 	{
 		printf 'Name: fedora-shaped-base\nVersion: 44\nRelease: 1\nSummary: %s\nLicense: MIT\nBuildArch: noarch\n' \
-			"stand-in (simulated): the Fedora packages of this root, which are Debian's here${BASE_SYSTEM_ONLY:+ (only what every Fedora install has)}"
+			"capabilities of the Fedora-shaped root, provided by its Debian packages"
 		printf 'Provides: %s\n' "${prov[@]}"
 		printf '%%description\nWhat rpm needs to know of the Debian packages in this root.\n%%files\n'
 	} >/tmp/base/SPECS/base.spec
@@ -271,35 +257,11 @@ install)
 		t_fail "$b $(logtail)"
 	fi
 	rm -rf /tmp/base
-	# README's prerequisites missing (only what every Fedora install has is provided):
-	# rpm itself refuses, naming each package README's dnf install line adds
-	# shellcheck disable=SC2016 # README's literal $(uname -r)
-	readme=$(sed -n 's/^    dnf install //p' "$SRC/README.md" | head -n1 | sed 's/kernel-devel-\$(uname -r)/kernel-devel/')
-	t_start "$F: rpm -i without README's prerequisites (simulated: only bash, glibc, systemd provided): refused with rpm's Failed dependencies naming $readme; nothing installed"
-	rc=0 needed='' want=''
-	if b=$(BASE_SYSTEM_ONLY=1 make_base "${rpms[@]}"); then
-		run rpm -i "${rpms[@]}" || rc=$?
-		# each "CAPABILITY is needed by PACKAGE" line, a library by its package's name
-		needed=$(sed -n 's/^[[:space:]]*\([^ ]*\).* is needed by .*/\1/p' <<<"$OUT" | sed -E 's/^(lib[^.]*)\.so\..*/\1/' | sort -u | tr '\n' ' ')
-		want=$(tr ' ' '\n' <<<"$readme" | sed '/^$/d' | sort -u | tr '\n' ' ')
-		# README names rxe-verify's library too: without that package, all but it
-		[[ $(printf '%s\n' "${rpms[@]}") == *rxe-verify-* ]] || want=$(tr ' ' '\n' <<<"$want" | grep -vx libibverbs | sed '/^$/d' | tr '\n' ' ')
-		if ((rc != 0)) && grep -q 'Failed dependencies' <<<"$OUT" && [[ -n $want && $needed == "$want" ]] &&
-			! rpm -q "$M-dkms" >/dev/null 2>&1 && ! rpm -q rxe-verify >/dev/null 2>&1 &&
-			[[ ! -e /var/lib/dkms/$M && -z $(compgen -G "/usr/src/$M-*") && ! -e /usr/bin/rxe-verify ]]; then
-			t_pass
-			echo "     rpm (exit $rc) names: $needed"
-		else
-			t_fail "exit $rc; rpm named '${needed% }', README's line '${want% }': $(logtail)"
-		fi
-		run rpm -e fedora-shaped-base || true
-	else
-		t_fail "$b $(logtail)"
-	fi
-	rm -rf /tmp/base
 	# README's list must name every package our RPMs require (a library by its package:
 	# libibverbs.so.1 is Fedora's libibverbs), but for what every Fedora install has
 	# (systemd, glibc, libstdc++, libgcc); then the base provides each as the root has it
+	# shellcheck disable=SC2016 # README's literal $(uname -r)
+	readme=$(sed -n 's/^    dnf install //p' "$SRC/README.md" | head -n1 | sed 's/kernel-devel-\$(uname -r)/kernel-devel/')
 	t_start "$F: README's dnf install $readme names every package our RPMs require; simulated: fedora-shaped-base provides them, each checked against the root"
 	missing='' unnamed='' b=''
 	for c in $(rpm -qpR "${rpms[@]}" | awk '{print $1}' | sed -E 's/^(lib[^.]*)\.so\..*/\1/' | sort -u); do
@@ -372,79 +334,6 @@ kernel-upgrade)
 		t_fail "$(logtail)"
 	fi
 	check_built "$K" "$VER"
-	;;
-kernel-devel)
-	K=$1
-	VER=$(rpmver rxe-kvfix-dkms)
-	lc_init rpm "$K:affected-devel"
-	staged=/var/lib/rxe-kvfix-fedora-shape/kernel-devel/$K
-	[[ -n $K && -d $staged ]] || {
-		t_fail "$F: kernel-devel of $K" "no staged tree $staged (fedora-shape.sh --stage $K)"
-		exit 1
-	}
-	# kernel-core owns /lib/modules/REL/build and source (links to /usr/src/kernels/REL,
-	# dangling until kernel-devel comes); the kernel itself is installed, its tree is not
-	ln -sfn "/usr/src/kernels/$K" "/lib/modules/$K/build"
-	ln -sfn "/usr/src/kernels/$K" "/lib/modules/$K/source"
-	# kernel-devel of K as an RPM of the staged tree (simulated: Debian's headers joined
-	# in Fedora's layout by fedora-shape.sh), its %post doing nothing of rxe-kvfix's, as
-	# Fedora's only hardlinks; the tree hardlinked, the payload uncompressed (no minute of xz)
-	t_start "$F: kernel-devel of $K (simulated, made from the staged tree) built as an RPM"
-	mkdir -p /tmp/kd/SPECS
-	cat >/tmp/kd/SPECS/kd.spec <<EOF
-Name: kernel-devel
-Version: ${K%%+*}
-Release: 200.fc44
-Summary: $F (simulated): the development tree of $K in kernel-devel's layout
-License: GPL-2.0-only
-AutoReqProv: no
-%description
-/usr/src/kernels/$K, as Fedora's kernel-devel installs it.
-%install
-mkdir -p %{buildroot}/usr/src/kernels
-cp -al $staged %{buildroot}/usr/src/kernels/$K
-%post
-exit 0
-%files
-/usr/src/kernels/$K
-EOF
-	if run rpmbuild -bb --define '_topdir /tmp/kd' --define '__os_install_post %{nil}' --define 'debug_package %{nil}' \
-		--define '_binary_payload w0.ufdio' --define '_build_id_links none' /tmp/kd/SPECS/kd.spec; then
-		t_pass
-		echo "     $(rpm -qp --qf '%{NVRA}: %{LONGSIZE} bytes\n' /tmp/kd/RPMS/*/kernel-devel-*.rpm)"
-	else
-		t_fail "$(logtail)"
-		exit 1
-	fi
-	t_start "$F: rpm -i kernel-devel of $K after its kernel: rxe-kvfix-dkms's file trigger builds it, one line, no reboot, no kernel-install"
-	lc_begin
-	rc=0
-	run rpm -i /tmp/kd/RPMS/*/kernel-devel-*.rpm || rc=$?
-	rm -rf "$staged" /tmp/kd
-	lines=$(grep -c "^rxe-kvfix-dkms: .*$K" <<<"$OUT" || true)
-	if ((rc == 0)) && [[ $lines == 1 ]] && grep -q "^rxe-kvfix-dkms: rdma_rxe built and installed for $K\$" <<<"$OUT"; then
-		t_pass
-		grep "$K" <<<"$OUT" | sed 's/^/     /'
-	else
-		t_fail "exit $rc, $lines rxe-kvfix-dkms lines for $K: $(logtail)"
-	fi
-	lc_end "kernel-devel of $K installed after its kernel (rpm -i): the file trigger" "$VER" 1 "$rc" "$OUT"
-	check_built "$K" "$VER"
-	# kernel and kernel-devel in one transaction: the trigger runs right after
-	# kernel-devel's installation, kernel-core's %posttrans (kernel-install add: Fedora's
-	# dkms plugin, then ours) after every package's; the second finds the module there
-	lc_begin
-	rc=0
-	run env KERNEL_INSTALL_PLUGINS="/usr/lib/kernel/install.d/40-dkms.install /usr/lib/kernel/install.d/41-rxe-kvfix.install" \
-		kernel-install add "$K" "/lib/modules/$K/vmlinuz" || rc=$?
-	lines=$(grep -ciE "rxe-kvfix|Building module" <<<"$OUT" || true)
-	t_start "$F: then kernel-install add $K (kernel-core's %posttrans): Fedora's dkms plugin and ours run, no second build, no line"
-	if ((rc == 0)) && [[ $lines == 0 ]]; then
-		t_pass
-	else
-		t_fail "exit $rc, $lines lines of a build or of rxe-kvfix: $(logtail)"
-	fi
-	lc_end "kernel-install add $K after the trigger built it (the same kernel seen twice)" "$VER" 0 "$rc" "$OUT"
 	;;
 lifecycle)
 	FAM=$1 BASE=$2 BUMP=$3 RELD=$4
